@@ -1,0 +1,1 @@
+"""LLM roles (author, judge-writer, reviewer) and their providers. Not implemented yet (issue 5)."""

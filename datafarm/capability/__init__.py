@@ -1,0 +1,1 @@
+"""The versioned capability layer K: skills, role prompts, render templates, price table."""

@@ -1,0 +1,1 @@
+"""Trusted harness: owns the simulator, runs sandboxed experts, evaluates the frozen judge. Not implemented yet (issue 4)."""
