@@ -1,0 +1,41 @@
+# The two commands of the README: `make demo` and `make test`. Both set up what they need first
+# (system packages as root, a virtualenv, the package), idempotently: a second run only checks.
+VENV   ?= .venv
+PYTHON ?= python3
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.datafarm-installed
+DEMO_OUT ?= build/demo
+
+.PHONY: setup system demo test test-fast clean
+
+setup: system $(STAMP)
+
+system:
+	@bash scripts/setup-system.sh
+
+# Reinstall only when the dependency list changes; the package itself is installed editable.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@$(BIN)/python -c "import cv2, cv2.aruco, sapien, av, pyarrow" || (echo "dependency import check failed" >&2; exit 1)
+	@touch $(STAMP)
+
+# Compiles the example request into a fresh task folder under $(DEMO_OUT) (removed first), then
+# verifies and shows its ledger.
+demo: setup
+	@rm -rf $(DEMO_OUT)
+	$(BIN)/datafarm compile examples/nest_cups/request.yaml --out $(DEMO_OUT)
+	$(BIN)/datafarm ledger verify $(DEMO_OUT)/*/
+	$(BIN)/datafarm ledger show $(DEMO_OUT)/*/
+
+# The whole suite, slow end-to-end tests included.
+test: setup
+	$(BIN)/python -m pytest -q
+
+# Everything but tests marked slow, for quick iteration.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) build .pytest_cache
