@@ -1,0 +1,1 @@
+"""Tests of reading request.yaml and calibration clips."""
