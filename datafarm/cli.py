@@ -1,0 +1,160 @@
+"""The `datafarm` command line. Every command listed by `datafarm --help` works; commands for stages
+that are not built yet are not listed."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Callable, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import datafarm
+from datafarm.errors import DatafarmError
+
+# Tracebacks with local variables could print secrets (API keys live in memory); keep them off.
+app = typer.Typer(
+    help="datafarm: compile a robot data request into verified, admitted, action-labeled episodes.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+capability_app = typer.Typer(help="The versioned capability layer K.", no_args_is_help=True)
+app.add_typer(capability_app, name="capability")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def reports_errors(fn: Callable) -> Callable:
+    """Turn a DatafarmError into its message on stderr and its exit code (2 for bad input)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except DatafarmError as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+            raise typer.Exit(code=e.exit_code) from None
+
+    return wrapper
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        out.print(f"datafarm {datafarm.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")
+    ] = None,
+) -> None:
+    """datafarm: compile a robot data request into verified, admitted, action-labeled episodes."""
+
+
+@app.command()
+@reports_errors
+def validate(
+    request: Annotated[Path, typer.Argument(help="Path to request.yaml.")],
+    unsafe_no_sandbox: Annotated[bool, typer.Option("--unsafe-no-sandbox", help="Allow `sandbox: none`.")] = False,
+) -> None:
+    """Check a request and its calibration clip without writing anything."""
+    from datafarm.intake import check_request
+
+    with err.status("validating the request and decoding the calibration clip..."):
+        req, clip = check_request(request, allow_unsafe_sandbox=unsafe_no_sandbox)
+    out.print(f"request ok: {request}")
+    out.print(f"  task: {req.task}")
+    out.print(f"  episodes: {req.episodes}, mode: {req.mode}, robot: {req.robot}")
+    out.print(f"clip ok: {req.clip} (sha256 {clip.sha256[:12]}, {clip.frames} frames)")
+    for cam in clip.cameras:
+        out.print(f"  {cam.name}: {cam.width}x{cam.height} @ {cam.fps:g} fps, {cam.frames} frames, {cam.codec}")
+
+
+@app.command(name="compile")
+@reports_errors
+def compile_(
+    request: Annotated[Path, typer.Argument(help="Path to request.yaml.")],
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an existing task folder from its ledger.")] = False,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output folder (overrides the request's `output`).")] = None,
+    unsafe_no_sandbox: Annotated[
+        bool, typer.Option("--unsafe-no-sandbox", help="Allow `sandbox: none` (recorded; admission refuses it by default).")
+    ] = False,
+) -> None:
+    """Compile a request into its task folder."""
+    from datafarm.compiler import compile_request
+
+    with err.status("validating the request and decoding the calibration clip..."):
+        result = compile_request(request, resume=resume, allow_unsafe_sandbox=unsafe_no_sandbox, output=out_dir)
+    verb = "created" if result.created else "resumed"
+    out.print(f"task folder {verb}: {result.task_dir.root}")
+    if result.repaired_torn_tail:
+        out.print("  repaired a torn last ledger line (the torn bytes were saved and the repair recorded)")
+    for path in result.written:
+        out.print(f"  wrote {path.name}")
+    if result.not_implemented:
+        out.print("stages not implemented yet (recorded in the ledger as skipped):")
+        for stage, where in result.not_implemented.items():
+            out.print(f"  {stage.value}: {where}")
+        out.print("compile stopped after validating the request; no episodes were produced.")
+
+
+@app.command()
+@reports_errors
+def schema(
+    name: Annotated[Optional[str], typer.Argument(help="Artifact name or symbol (G, T, S, C, J, R, B); omit to list.")] = None,
+) -> None:
+    """Print an artifact's JSON Schema (or list the names)."""
+    from datafarm.artifacts import registry
+
+    if name is None:
+        for n in registry.schema_names():
+            out.print(n)
+        return
+    sys.stdout.write(json.dumps(registry.json_schema(name), indent=2) + "\n")
+
+
+@capability_app.command("show")
+@reports_errors
+def capability_show(
+    version: Annotated[Optional[str], typer.Argument(help="K version, e.g. k1 (default: latest).")] = None,
+) -> None:
+    """Print a K version, its hash and its contents (refuses a bundle that differs from its release)."""
+    from datafarm import capability
+    from datafarm.capability.bundle import available_versions
+
+    bundle = capability.load(version)
+    out.print(f"capability {bundle.version} (released {bundle.manifest.released})")
+    out.print(f"sha256 {bundle.sha256}")
+    out.print(f"versions shipped: {', '.join(available_versions())}")
+    out.print(bundle.manifest.description)
+    table = Table("file", "bytes", "sha256")
+    for rel in bundle.files():
+        table.add_row(rel, str((bundle.root / rel).stat().st_size), bundle.manifest.files[rel][:16])
+    out.print(table)
+
+
+def _register_subcommands() -> None:
+    """Sub-apps that live beside the code they drive."""
+    from datafarm.ledger.commands import app as ledger_app
+
+    app.add_typer(ledger_app, name="ledger", help="Inspect, verify and repair a task's ledger.")
+
+
+_register_subcommands()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The task folder's layout (DESIGN.md, "Task folder"): one place that names every path in it, so
+that compile, review, admit, audit and export agree on where things live."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from datafarm.hashing import canonical_json
+
+
+def task_id(task_text: str, request_fingerprint: dict) -> str:
+    """A stable, readable id: a slug of the task text plus 8 hex of the request's content hash.
+
+    The same request (same fields, same clip bytes) always maps to the same id, which is what lets
+    compile refuse to overwrite an existing task and `--resume` find it again.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", task_text.lower()).strip("-")[:40].rstrip("-") or "task"
+    digest = hashlib.sha256(canonical_json(request_fingerprint)).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
+@dataclass(frozen=True)
+class TaskDir:
+    """Paths inside one task folder `<out>/<task-id>/`."""
+
+    root: Path
+    """The task folder."""
+
+    @property
+    def request(self) -> Path:
+        """Copy of the request with the clip's sha256 added."""
+        return self.root / "request.yaml"
+
+    @property
+    def capability_lock(self) -> Path:
+        """K version and hash the task was compiled with."""
+        return self.root / "capability.lock"
+
+    @property
+    def ledger(self) -> Path:
+        """The append-only ledger L."""
+        return self.root / "ledger.jsonl"
+
+    @property
+    def grounding(self) -> Path:
+        """G."""
+        return self.root / "grounding.json"
+
+    @property
+    def qualification(self) -> Path:
+        """Chosen sim variant and probe report."""
+        return self.root / "qualification.json"
+
+    @property
+    def contract(self) -> Path:
+        """T."""
+        return self.root / "contract.yaml"
+
+    @property
+    def sampler(self) -> Path:
+        """S."""
+        return self.root / "sampler.yaml"
+
+    @property
+    def judge_dir(self) -> Path:
+        """J: spec and lock; never visible to the author."""
+        return self.root / "judge"
+
+    @property
+    def expert_dir(self) -> Path:
+        """C: controller.py, manifest, dev-seed runs."""
+        return self.root / "expert"
+
+    @property
+    def render_contract(self) -> Path:
+        """R."""
+        return self.root / "render_contract.yaml"
+
+    @property
+    def batch(self) -> Path:
+        """B."""
+        return self.root / "batch.yaml"
+
+    @property
+    def verifier_dir(self) -> Path:
+        """Verifier spec and calibration."""
+        return self.root / "verifier"
+
+    @property
+    def episodes_dir(self) -> Path:
+        """Admitted episodes."""
+        return self.root / "episodes"
+
+    @property
+    def attempts_dir(self) -> Path:
+        """Every rejected attempt, with its reason."""
+        return self.root / "attempts"
+
+    @property
+    def transcripts_dir(self) -> Path:
+        """Every LLM exchange, per role."""
+        return self.root / "transcripts"
+
+    def episode(self, episode_id: str) -> Path:
+        """Folder of one admitted episode."""
+        return self.episodes_dir / episode_id

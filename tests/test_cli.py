@@ -1,0 +1,101 @@
+"""The `datafarm` command as a user runs it: a real subprocess, real exit codes and output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "nest_cups"
+DATAFARM = [sys.executable, "-m", "datafarm.cli"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["COLUMNS"] = "200"
+    return subprocess.run([*DATAFARM, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+@pytest.fixture
+def example(tmp_path) -> Path:
+    dst = tmp_path / "nest_cups"
+    shutil.copytree(EXAMPLE, dst, ignore=shutil.ignore_patterns("runs"))
+    return dst / "request.yaml"
+
+
+def test_help_lists_only_working_commands():
+    r = run("--help")
+    assert r.returncode == 0
+    import typer.main
+
+    from datafarm.cli import app
+
+    listed = set(typer.main.get_command(app).commands)
+    assert listed == {"validate", "compile", "schema", "capability", "ledger"}
+    for name in listed:
+        assert name in r.stdout
+    for command in ("validate", "compile", "schema", "capability show", "ledger verify", "ledger show", "ledger repair"):
+        assert run(*command.split(), "--help").returncode == 0
+
+
+def test_version():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("datafarm ")
+
+
+def test_compile_then_ledger_verify_and_show(example):
+    r = run("compile", str(example))
+    assert r.returncode == 0, r.stderr
+    assert "task folder created:" in r.stdout
+    assert "stages not implemented yet" in r.stdout and "grounding" in r.stdout
+    task = Path(r.stdout.split("task folder created:")[1].split()[0])
+    assert (task / "ledger.jsonl").is_file()
+
+    v = run("ledger", "verify", str(task))
+    assert v.returncode == 0, v.stdout + v.stderr
+    s = run("ledger", "show", str(task))
+    assert s.returncode == 0 and "stage_not_implemented" in s.stdout
+
+    again = run("compile", str(example))
+    assert again.returncode == 3 and "--resume" in again.stderr
+    resumed = run("compile", str(example), "--resume")
+    assert resumed.returncode == 0 and "task folder resumed" in resumed.stdout
+
+
+def test_bad_request_exits_2_with_file_line_field_and_suggestion(example):
+    example.write_text(example.read_text().replace("episodes: 4", "epsiodes: 4"))
+    r = run("compile", str(example))
+    assert r.returncode == 2
+    assert "request.yaml:" in r.stderr and "epsiodes" in r.stderr and "episodes" in r.stderr
+    assert not (example.parent / "runs").exists()
+
+
+def test_validate_reports_the_clip(example):
+    r = run("validate", str(example))
+    assert r.returncode == 0, r.stderr
+    for cam in ("front", "left", "right"):
+        assert cam in r.stdout
+    assert not (example.parent / "runs").exists()
+
+
+def test_schema_prints_json_schema():
+    r = run("schema", "G")
+    assert r.returncode == 0, r.stderr
+    schema = json.loads(r.stdout)
+    assert schema["additionalProperties"] is False
+    listing = run("schema")
+    assert "grounding" in listing.stdout and "request" in listing.stdout
+    bad = run("schema", "groundng")
+    assert bad.returncode == 2 and "grounding" in bad.stderr
+
+
+def test_capability_show():
+    r = run("capability", "show")
+    assert r.returncode == 0
+    assert "k1" in r.stdout and "prices.yaml" in r.stdout and "sha256" in r.stdout
+    assert run("capability", "show", "k999").returncode == 2
