@@ -72,6 +72,11 @@ class Provenance(str, Enum):
     """No information at all; must be randomized over a wide range."""
 
 
+def _article(tag: Provenance) -> str:
+    """`an assumed`, `a fitted`: the tag with its indefinite article, for error messages."""
+    return ("an " if tag.value[0] in "aeiou" else "a ") + tag.value
+
+
 class TaggedFloat(Artifact):
     """A scalar grounding quantity with its provenance and, unless measured, a randomization range."""
 
@@ -85,7 +90,7 @@ class TaggedFloat(Artifact):
     @model_validator(mode="after")
     def _range_rules(self) -> "TaggedFloat":
         if self.tag is not Provenance.measured and self.range is None:
-            raise ValueError(f"a {self.tag.value} quantity needs a randomization range [low, high]")
+            raise ValueError(f"{_article(self.tag)} quantity needs a randomization range [low, high]")
         if self.range is not None:
             lo, hi = self.range
             if lo > hi:
@@ -108,7 +113,7 @@ class TaggedVec3(Artifact):
     @model_validator(mode="after")
     def _range_rules(self) -> "TaggedVec3":
         if self.tag is not Provenance.measured and self.range is None:
-            raise ValueError(f"a {self.tag.value} quantity needs a randomization range [[low xyz], [high xyz]]")
+            raise ValueError(f"{_article(self.tag)} quantity needs a randomization range [[low xyz], [high xyz]]")
         if self.range is not None:
             lo, hi = self.range
             for i, (a, v, b) in enumerate(zip(lo, self.value, hi)):
