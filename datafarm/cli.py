@@ -115,8 +115,12 @@ def schema(
     from datafarm.artifacts import registry
 
     if name is None:
+        letters = {full: letter for letter, full in registry.ALIASES.items()}
+        table = Table("name", "symbol", "file in the task folder", "what it is")
         for n in registry.schema_names():
-            out.print(n)
+            doc = (registry.resolve(n).__doc__ or "").strip().splitlines()[0]
+            table.add_row(n, letters.get(n, ""), registry.TASK_FILES.get(n, ""), doc)
+        out.print(table)
         return
     sys.stdout.write(json.dumps(registry.json_schema(name), indent=2) + "\n")
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from datafarm.artifacts.registry import TASK_FILES
 from datafarm.hashing import canonical_json
 
 
@@ -32,7 +33,7 @@ class TaskDir:
     @property
     def request(self) -> Path:
         """Copy of the request with the clip's sha256 added."""
-        return self.root / "request.yaml"
+        return self.artifact("request")
 
     @property
     def capability_lock(self) -> Path:
@@ -42,12 +43,12 @@ class TaskDir:
     @property
     def ledger(self) -> Path:
         """The append-only ledger L."""
-        return self.root / "ledger.jsonl"
+        return self.artifact("ledger-entry")
 
     @property
     def grounding(self) -> Path:
         """G."""
-        return self.root / "grounding.json"
+        return self.artifact("grounding")
 
     @property
     def qualification(self) -> Path:
@@ -57,12 +58,12 @@ class TaskDir:
     @property
     def contract(self) -> Path:
         """T."""
-        return self.root / "contract.yaml"
+        return self.artifact("contract")
 
     @property
     def sampler(self) -> Path:
         """S."""
-        return self.root / "sampler.yaml"
+        return self.artifact("sampler")
 
     @property
     def judge_dir(self) -> Path:
@@ -77,12 +78,12 @@ class TaskDir:
     @property
     def render_contract(self) -> Path:
         """R."""
-        return self.root / "render_contract.yaml"
+        return self.artifact("render-contract")
 
     @property
     def batch(self) -> Path:
         """B."""
-        return self.root / "batch.yaml"
+        return self.artifact("batch")
 
     @property
     def verifier_dir(self) -> Path:
@@ -103,6 +104,11 @@ class TaskDir:
     def transcripts_dir(self) -> Path:
         """Every LLM exchange, per role."""
         return self.root / "transcripts"
+
+    def artifact(self, name: str, **fields: str) -> Path:
+        """Where the artifact registered as `name` lives (datafarm.artifacts.registry.TASK_FILES), with
+        placeholders such as `{episode_id}` filled from `fields`."""
+        return self.root / TASK_FILES[name].format(**fields)
 
     def episode(self, episode_id: str) -> Path:
         """Folder of one admitted episode."""
