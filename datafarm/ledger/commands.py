@@ -5,6 +5,9 @@ Exit codes follow datafarm.errors: 0 ok, 2 no ledger at the path, 4 the ledger f
 
 from __future__ import annotations
 
+import os
+import sys
+
 from pathlib import Path
 from typing import Annotated
 
@@ -69,7 +72,9 @@ def show(
         error = e  # show what could be read, then the problem
     if last is not None:
         rows = rows[-last:]
-    Console().print(_table(ledger, rows))
+    # Piped output (files, CI logs) has no terminal width; rich would squeeze the table into 80 columns.
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 160
+    Console(width=width).print(_table(ledger, rows))
     if error is not None:
         raise _fail(error)
 
@@ -91,14 +96,15 @@ def _table(ledger: Ledger, rows: list[LedgerEntry]) -> Table:
     table = Table(
         title=str(ledger.path), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
     )
-    # On a narrow terminal every column wraps rather than being cut off or dropped.
+    # Short fields stay on one line; the free-text reason (and actor) wrap on a narrow terminal.
     for name in ("seq", "time (UTC)", "stage", "event", "actor", "outcome", "reason", "route to", "cost"):
         justify = "right" if name in ("seq", "cost") else "left"
-        table.add_column(name, justify=justify, overflow="fold")
+        wraps = name in ("reason", "actor")
+        table.add_column(name, justify=justify, overflow="fold", no_wrap=not wraps, min_width=24 if name == "reason" else None)
     for e in rows:
         table.add_row(
             str(e.seq),
-            e.time.strftime("%Y-%m-%d %H:%M:%S"),
+            e.time.strftime("%m-%d %H:%M:%S"),
             e.stage.value,
             e.event.value,
             Text(e.actor.label() if e.actor else ""),
