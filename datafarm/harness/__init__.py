@@ -1,1 +1,4 @@
-"""Trusted harness: owns the simulator, runs sandboxed experts, evaluates the frozen judge. Not implemented yet (issue 4)."""
+"""Trusted harness: owns the simulator, runs sandboxed experts (`sandbox/`), evaluates the frozen judge.
+
+Built so far: the sandbox providers. The expert pipe protocol and rollouts come with issue 4.
+"""
