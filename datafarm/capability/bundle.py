@@ -28,8 +28,11 @@ _VERSION = re.compile(r"^k([0-9]+)$")
 
 
 def available_versions() -> list[str]:
-    """K versions shipped with this package, oldest first."""
-    found = [p.name for p in BUNDLES_DIR.iterdir() if p.is_dir() and _VERSION.match(p.name)]
+    """Released K versions shipped with this package, oldest first. A version folder without a
+    manifest is a draft being prepared for release and is not offered."""
+    found = [
+        p.name for p in BUNDLES_DIR.iterdir() if p.is_dir() and _VERSION.match(p.name) and (p / MANIFEST).is_file()
+    ]
     return sorted(found, key=lambda v: int(v[1:]))
 
 
