@@ -145,7 +145,8 @@ def weigh_grounding() -> Grounding:
 def drum_grounding() -> Grounding:
     drum = rigid("drum", "drum", [0.9, 0.85, 0.7], (0.15, 0.0), head_radius=0.12, height=0.15)
     stick = rigid("stick", "cylinder", [0.6, 0.45, 0.3], (-0.05, -0.25), radius=0.01, height=0.3)
-    stick["pose"]["quaternion"] = [0.707, 0.707, 0.0, 0.0]  # lying on the table
+    stick["pose"]["quaternion"] = [0.707, 0.707, 0.0, 0.0]  # lying on the table,
+    stick["pose"]["position"][2] = 0.01  # so its axis is one radius above the top
     return Grounding.model_validate(scene([drum, stick]))
 
 

@@ -106,9 +106,8 @@ def test_every_object_is_built_with_g_size_pose_mass_and_friction(name):
                 for c in world.scene.get_contacts() if min(p.separation for p in c.points) < 1e-3}
     for obj in g.objects:  # resting, not exploding or sinking
         oid = obj.id
-        if abs(obj.pose.quaternion[0]) < 0.9:
-            continue  # the fixture's lying stick has its origin on its axis, so it starts half sunk
-        assert np.abs(world.object_pose(oid).p - before[oid]).max() < 2e-3, oid
+        lying = abs(obj.pose.quaternion[0]) < 0.9  # a cylinder on its side may roll a few mm as it settles
+        assert np.abs(world.object_pose(oid).p - before[oid]).max() < (1e-2 if lying else 2e-3), oid
         assert np.linalg.norm(world.object(oid).body.linear_velocity) < 0.05
     # the robot's bases stand on the table without touching it
     assert not any(any(n.startswith(("left.", "right.")) for n in pair) for pair in contacts)
