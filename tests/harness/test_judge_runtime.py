@@ -474,3 +474,18 @@ def test_falling_and_bouncing_after_release_is_not_a_teleport() -> None:
     verdict = evaluate(spec, resting)
     assert [v.shortcut for v in verdict.violations] == ["teleport"]
     assert "red_cup started moving from rest" in verdict.reason
+
+
+def test_contacts_between_control_steps_count_for_the_step_they_happened_in() -> None:
+    task = drum_task(strikes=3)
+    traj = task.good
+    strikes = [c for c in traj.contacts if {c.a, c.b} == {"stick", "drum.head"}]
+    others = [c for c in traj.contacts if c not in strikes]
+    # as the recorder reports them: physics-step times inside a control step, a few ms long
+    brief = [replace(c, start_t=c.start_t + 0.004, end_t=c.start_t + 0.006) for c in strikes]
+    counted = holds(traj.copy(contacts=others + brief), {"predicate": "contact_count", "a": "drum.head", "b": "stick", "at_least": 3})
+    assert counted.argmax() == index(traj, task.marks["strike3"]) and counted[-1]
+    # explicit control steps win over times
+    stepped = [replace(c, start_t=0.0, end_t=0.0, start_step=index(traj, c.start_t), end_step=index(traj, c.start_t)) for c in strikes]
+    counted = holds(traj.copy(contacts=others + stepped), {"predicate": "contact_count", "a": "drum.head", "b": "stick", "at_least": 3})
+    assert counted.argmax() == index(traj, task.marks["strike3"]) and counted[-1]
