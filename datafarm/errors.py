@@ -71,6 +71,11 @@ class InputError(DatafarmError):
     def __str__(self) -> str:
         return self.render()
 
+    def __reduce__(self):
+        # Exceptions pickle through their args by default, which would drop `problems`; process
+        # pools need the whole error back in the parent.
+        return (type(self), (self.problems, self.exit_code))
+
 
 def input_error(message: str, **where: object) -> InputError:
     """Shorthand for an InputError with a single Problem (keyword args as in `Problem`)."""

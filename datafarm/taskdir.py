@@ -105,6 +105,12 @@ class TaskDir:
         """Every LLM exchange, per role."""
         return self.root / "transcripts"
 
+    @property
+    def harness_dir(self) -> Path:
+        """Harness-private files (the admission-seed secret): never mounted into a sandbox, never
+        given to an agent tool, skipped by review and export."""
+        return self.root / "harness"
+
     def artifact(self, name: str, **fields: str) -> Path:
         """Where the artifact registered as `name` lives (datafarm.artifacts.registry.TASK_FILES), with
         placeholders such as `{episode_id}` filled from `fields`."""

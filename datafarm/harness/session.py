@@ -139,7 +139,7 @@ def _floats(values: np.ndarray) -> list[float]:
 class RobotSession:
     """A `SimSession` over a SAPIEN scene holding `robot` and rigid `objects` (by G id).
 
-    `scales` and `drawers` map ids to functions returning the scale reading (kg) and the drawer
+    `scales` and `drawers` map ids to functions returning the scale reading (grams) and the drawer
     value (its joint position, m or rad); the world built from G supplies them. `control_dt` must be
     a whole number of the scene's physics steps."""
 
@@ -150,7 +150,7 @@ class RobotSession:
     objects: Mapping[str, sapien.Entity] = field(default_factory=dict)
     """Rigid objects a controller may observe, by id."""
     scales: Mapping[str, Callable[[], float]] = field(default_factory=dict)
-    """Scale readings by id (kg)."""
+    """Scale readings by id (grams)."""
     drawers: Mapping[str, Callable[[], float]] = field(default_factory=dict)
     """Drawer values by id (joint position)."""
     control_dt: float = 0.02

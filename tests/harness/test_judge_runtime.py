@@ -489,3 +489,30 @@ def test_contacts_between_control_steps_count_for_the_step_they_happened_in() ->
     stepped = [replace(c, start_t=0.0, end_t=0.0, start_step=index(traj, c.start_t), end_step=index(traj, c.start_t)) for c in strikes]
     counted = holds(traj.copy(contacts=others + stepped), {"predicate": "contact_count", "a": "drum.head", "b": "stick", "at_least": 3})
     assert counted.argmax() == index(traj, task.marks["strike3"]) and counted[-1]
+
+
+def test_a_release_that_lands_within_one_step_is_not_a_teleport() -> None:
+    """A block let go 8 mm above its support lands between two 20 Hz samples, both at rest: the
+    pose changes with zero recorded speed, which free fall (g dt^2 / 2 = 12 mm) explains."""
+    task = nest_task()
+    spec = JudgeSpec.model_validate({
+        "stages": [{"name": "grasp", "condition": {"predicate": "grasped", "object": "red_cup"}}],
+        "success": {"predicate": "on", "object": "red_cup", "support": "table"},
+        "invariants": [{"shortcut": "teleport", "max_displacement": 0.002}],
+        "time_limit_s": 30.0,
+    })
+    ep = ScriptedEpisode(task.good.geometry, 20.0)
+    ep.touch("red_cup", "table").wait(0.5).grasp("right", "red_cup").wait(0.2).part("red_cup", "table")
+    ep.advance(1.0, moves={"red_cup": (0.05, -0.15, 0.008)}).wait(0.2).release("right", "red_cup")
+    released = ep.steps - 1
+    ep.wait(1.0)
+    traj = ep.build()
+    cup = traj.objects["red_cup"]
+    cup.pose[released + 1:, 2] = 0.0
+    cup.linear_velocity[released + 1:] = 0.0
+    traj = traj.copy(contacts=traj.contacts + [Contact("red_cup", "table", float(traj.times[released + 1]), None)])
+    verdict = evaluate(spec, traj)
+    assert "teleport" not in shortcuts_seen(verdict), verdict.reason
+    # ...while a 5 cm jump at rest is still one
+    traj.objects["red_cup"].pose[released + 3:, 2] += 0.05
+    assert "teleport" in shortcuts_seen(evaluate(spec, traj))

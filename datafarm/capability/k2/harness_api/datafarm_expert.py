@@ -176,7 +176,7 @@ class Harness:
     def observe(self) -> dict[str, Any]:
         """The state now: `time`, `step`; `arms[arm]`: `q`, `qd`, `target`, `effort`,
         `gripper_width`, `gripper_target`, `tcp` {position, quaternion}; `objects[id]`: position,
-        quaternion, linear/angular velocity; `scales[id]` (kg); `drawers[id]` (joint value)."""
+        quaternion, linear/angular velocity; `scales[id]` (grams); `drawers[id]` (joint value)."""
         return self.request("observe")
 
     def move_joints(self, q: Sequence[float] | None = None, *, arm: str | None = None,
