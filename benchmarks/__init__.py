@@ -1,0 +1,1 @@
+"""Speed benchmarks (run as scripts: `.venv/bin/python benchmarks/sim.py`)."""
