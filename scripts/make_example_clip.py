@@ -26,6 +26,7 @@ import numpy as np
 from datafarm.artifacts.clip import ClipSpec
 from datafarm.artifacts.common import Pose
 from datafarm.intake import load_model
+from datafarm.sim.world.frames import look_at, matrix_to_quat, quat_to_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "examples" / "nest_cups" / "clip"
@@ -62,53 +63,12 @@ NOTES = (
 )
 
 
-def look_at(position: tuple[float, float, float], target: tuple[float, float, float]) -> np.ndarray:
-    """world_from_camera rotation (columns: camera x right, y down, z forward) looking at `target`."""
-    z = np.subtract(target, position).astype(float)
-    z /= np.linalg.norm(z)
-    x = np.cross(z, (0.0, 0.0, 1.0))
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    return np.stack([x, y, z], axis=1)
-
-
-def quaternion_wxyz(r: np.ndarray) -> tuple[float, float, float, float]:
-    """Unit quaternion (w, x, y, z) of a rotation matrix (Shepperd's method)."""
-    trace = np.trace(r)
-    if trace > 0:
-        s = math.sqrt(trace + 1.0) * 2
-        q = (0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s)
-    else:
-        i = int(np.argmax(np.diag(r)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = math.sqrt(1.0 + r[i, i] - r[j, j] - r[k, k]) * 2
-        v = [0.0, 0.0, 0.0]
-        v[i] = 0.25 * s
-        v[j] = (r[j, i] + r[i, j]) / s
-        v[k] = (r[k, i] + r[i, k]) / s
-        q = ((r[k, j] - r[j, k]) / s, *v)
-    q = np.array(q) * (1 if q[0] >= 0 else -1)
-    return tuple(float(c) for c in q / np.linalg.norm(q))  # type: ignore[return-value]
-
-
-def rotation_matrix(q: tuple[float, float, float, float]) -> np.ndarray:
-    """Rotation matrix of a unit quaternion (w, x, y, z)."""
-    w, x, y, z = q
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
 def clip_yaml() -> str:
     """The text of clip.yaml: fps, the three cameras with intrinsics and extrinsics, the arm bases."""
     fmt = lambda v: "[" + ", ".join(f"{c:.6f}".rstrip("0").rstrip(".") if c else "0" for c in v) + "]"  # noqa: E731
     lines = [CLIP_YAML_HEADER, f"fps: {FPS}", "cameras:"]
     for name, (position, target) in CAMERAS.items():
-        q = quaternion_wxyz(look_at(position, target))
+        q = tuple(float(c) for c in matrix_to_quat(look_at(position, target)))
         lines += [
             f"  - name: {name}",
             f"    video: {name}.mp4",
@@ -130,7 +90,7 @@ class Projector:
 
     def __init__(self, k: np.ndarray, pose: Pose) -> None:
         self.k = k
-        r_wc = rotation_matrix(pose.quaternion)
+        r_wc = quat_to_matrix(pose.quaternion)
         self.r_cw = r_wc.T
         self.t_cw = -r_wc.T @ np.asarray(pose.position)
 

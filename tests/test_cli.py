@@ -36,10 +36,10 @@ def test_help_lists_only_working_commands():
     from datafarm.cli import app
 
     listed = set(typer.main.get_command(app).commands)
-    assert listed == {"validate", "compile", "schema", "capability", "ledger"}
+    assert listed == {"validate", "compile", "schema", "capability", "ledger", "cost", "doctor"}
     for name in listed:
         assert name in r.stdout
-    for command in ("validate", "compile", "schema", "capability show", "ledger verify", "ledger show", "ledger repair"):
+    for command in ("validate", "compile", "schema", "capability show", "ledger verify", "ledger show", "ledger repair", "cost", "doctor"):
         assert run(*command.split(), "--help").returncode == 0
 
 

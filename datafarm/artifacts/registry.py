@@ -28,6 +28,7 @@ SCHEMAS: dict[str, str] = {
     "batch": "datafarm.artifacts.batch:BatchConfig",
     "episode": "datafarm.artifacts.episode:EpisodeRecord",
     "admission": "datafarm.artifacts.admission:AdmissionRecord",
+    "qualification": "datafarm.sim.qualification.report:QualificationReport",
     "ledger-entry": "datafarm.artifacts.ledger_entry:LedgerEntry",
 }
 """Schema name -> `module:Class` of its model, in pipeline order."""
@@ -53,6 +54,7 @@ TASK_FILES: dict[str, str] = {
     "judge-lock": "judge/lock.json",
     "render-contract": "render_contract.yaml",
     "batch": "batch.yaml",
+    "qualification": "qualification.json",
     "episode": "episodes/{episode_id}/episode.json",
     "admission": "episodes/{episode_id}/admission.json",
     "ledger-entry": "ledger.jsonl",

@@ -3,7 +3,6 @@ every field of every model (nested ones included) is documented, and bad names g
 
 from __future__ import annotations
 
-import importlib
 import json
 import types
 from typing import Any, Iterator, Union, get_args, get_origin
@@ -18,17 +17,12 @@ from datafarm.artifacts.episode import (
 from datafarm.artifacts.registry import ALIASES, SCHEMAS, json_schema, resolve, schema_names
 from datafarm.errors import InputError
 
-OTHER_HELPER = {"request", "clip", "ledger-entry"}
-"""Names whose models live in modules written separately; skipped while their module is missing."""
-OWN = [n for n in SCHEMAS if n not in OTHER_HELPER]
+TASK_ARTIFACTS = [
+    "grounding", "contract", "sampler", "variation", "expert", "judge", "judge-lock", "judge-verdict",
+    "render-contract", "batch", "episode", "admission",
+]
+"""The task artifacts of DESIGN.md (plus their companions) defined in datafarm/artifacts/."""
 ROWS = [JointTargetRow, MoveLookRow, ArmStateRow, FirstPersonStateRow, ContactEvent, JointOccupancy]
-
-
-def resolve_or_skip(name: str) -> type[Artifact]:
-    """resolve(name), skipping the test when the other helper's module does not exist yet."""
-    if name in OTHER_HELPER:
-        pytest.importorskip(SCHEMAS[name].partition(":")[0])
-    return resolve(name)
 
 
 def models_below(annotation: Any) -> Iterator[type[BaseModel]]:
@@ -57,10 +51,8 @@ def all_models(roots: list[type[BaseModel]]) -> list[type[BaseModel]]:
 
 def test_names_and_aliases() -> None:
     assert schema_names() == list(SCHEMAS)
-    assert set(OWN) == {
-        "grounding", "contract", "sampler", "variation", "expert", "judge", "judge-lock", "judge-verdict",
-        "render-contract", "batch", "episode", "admission",
-    }
+    assert set(TASK_ARTIFACTS) <= set(SCHEMAS)
+    assert {"request", "clip", "ledger-entry", "qualification"} <= set(SCHEMAS)
     for letter, name in ALIASES.items():
         assert resolve(letter) is resolve(name)
     assert resolve("G").__name__ == "Grounding" and resolve("R").__name__ == "RenderContract"
@@ -68,7 +60,7 @@ def test_names_and_aliases() -> None:
 
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_every_name_has_a_json_schema(name: str) -> None:
-    model = resolve_or_skip(name)
+    model = resolve(name)
     assert issubclass(model, Artifact)
     schema = json_schema(name)
     assert schema["title"] == model.__name__ and schema["type"] == "object"
@@ -84,7 +76,7 @@ def test_json_schema_shows_the_vocabularies() -> None:
 
 
 def test_every_field_of_every_model_is_documented() -> None:
-    roots = [resolve(name) for name in OWN] + ROWS
+    roots = [resolve(name) for name in SCHEMAS] + ROWS
     models = all_models(roots)
     assert len(models) > 60  # the walk really descends into nested models
     undocumented = [
@@ -92,22 +84,6 @@ def test_every_field_of_every_model_is_documented() -> None:
         for model in models
         for name, field in model.model_fields.items()
         if not (field.description or "").strip()
-    ]
-    assert undocumented == []
-
-
-def test_other_helpers_models_are_documented_too() -> None:
-    roots = []
-    for name in sorted(OTHER_HELPER):
-        try:
-            importlib.import_module(SCHEMAS[name].partition(":")[0])
-        except ModuleNotFoundError:
-            continue
-        roots.append(resolve(name))
-    if not roots:
-        pytest.skip("none of the other helper's modules exist yet")
-    undocumented = [
-        f"{m.__name__}.{n}" for m in all_models(roots) for n, f in m.model_fields.items() if not (f.description or "").strip()
     ]
     assert undocumented == []
 

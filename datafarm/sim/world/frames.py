@@ -46,6 +46,17 @@ def matrix_to_quat(r: np.ndarray) -> np.ndarray:
     return -out if out[0] < 0 else out
 
 
+def look_at(position: tuple[float, float, float], target: tuple[float, float, float]) -> np.ndarray:
+    """world_from_camera rotation of an OpenCV camera (columns: x right, y down, z forward) at
+    `position` looking at `target`, its x axis level (the image is not rolled)."""
+    z = np.subtract(target, position).astype(float)
+    z /= np.linalg.norm(z)
+    x = np.cross(z, (0.0, 0.0, 1.0))
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    return np.stack([x, y, z], axis=1)
+
+
 def pose_to_matrix(pose: Pose) -> np.ndarray:
     """4x4 homogeneous matrix of an artifact Pose."""
     t = np.eye(4)

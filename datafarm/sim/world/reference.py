@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from datafarm.artifacts.grounding import Grounding
+from datafarm.sim.world.frames import look_at, matrix_to_quat
 
 
 def _tagged(value: float, tag: str = "assumed", spread: float = 0.2) -> dict:
@@ -39,9 +40,14 @@ def _object(oid: str, kind: str, xy: tuple[float, float], colour: list[float], m
     }
 
 
+def _looking_at_table(position: tuple[float, float, float]) -> tuple[float, float, float, float]:
+    """Orientation of a camera at `position` aimed at the middle of the table top."""
+    q = matrix_to_quat(look_at(position, (0.0, 0.0, 0.05)))
+    return tuple(float(c) for c in q)  # type: ignore[return-value]
+
+
 def reference_grounding() -> Grounding:
     """G of the reference scene (table 0.9 x 1.4 m, dual PiPER, box + cylinder + cup)."""
-    half = math.sqrt(0.5)
     return Grounding.model_validate({
         "robot": {
             "kind": "piper-dual",
@@ -52,9 +58,8 @@ def reference_grounding() -> Grounding:
             "spacing": _tagged(0.6, "measured"), "height": _tagged(0.0, "measured"),
         },
         "cameras": [
-            _camera("front", (0.7, 0.0, 0.5), (0.0, 0.82, 0.0, 0.57)),
-            _camera("left", (0.1, 0.8, 0.5), (half, -half, 0.0, 0.0)),
-            _camera("right", (0.1, -0.8, 0.5), (0.0, 0.0, half, half)),
+            _camera(name, position, _looking_at_table(position))
+            for name, position in (("front", (0.7, 0.0, 0.5)), ("left", (0.1, 0.8, 0.5)), ("right", (0.1, -0.8, 0.5)))
         ],
         "table": {
             "size_x": _tagged(0.9, "measured"), "size_y": _tagged(1.4, "measured"),
