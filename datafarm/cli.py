@@ -147,12 +147,15 @@ def capability_show(
 
 def _register_subcommands() -> None:
     """Sub-apps that live beside the code they drive."""
+    from datafarm.admission.commands import admit_command, audit_command
     from datafarm.agents.commands import cost_command, doctor_command
     from datafarm.ledger.commands import app as ledger_app
 
     app.add_typer(ledger_app, name="ledger", help="Inspect, verify and repair a task's ledger.")
     app.command(name="cost")(cost_command)
     app.command(name="doctor")(doctor_command)
+    app.command(name="admit")(admit_command)
+    app.command(name="audit")(audit_command)
 
 
 _register_subcommands()

@@ -106,6 +106,11 @@ class TaskDir:
         return self.root / "transcripts"
 
     @property
+    def certificate(self) -> Path:
+        """The admission certificate `datafarm admit` writes when the dataset passes every check."""
+        return self.root / "certificate.json"
+
+    @property
     def harness_dir(self) -> Path:
         """Harness-private files (the admission-seed secret): never mounted into a sandbox, never
         given to an agent tool, skipped by review and export."""
