@@ -145,10 +145,13 @@ def test_doctor_reports_keys_without_showing_them(tmp_path: Path, monkeypatch: p
 
 
 def test_doctor_says_when_builtin_logic_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(_BUILTIN_LOADED, "author", raising=False)
-    author = doctor(make_request()).roles[0]
-    assert author.provider == "builtin" and author.key_present is None
-    assert not author.ready and "no logic for the author role" in author.problems[0]
+    # The builtin reviewer's logic is not built yet (issue 8); the author's is registered.
+    monkeypatch.delitem(_BUILTIN_LOADED, "reviewer", raising=False)
+    report = doctor(make_request())
+    author, reviewer = report.roles[0], report.roles[2]
+    assert author.provider == "builtin" and author.ready
+    assert reviewer.provider == "builtin" and reviewer.key_present is None
+    assert not reviewer.ready and "no logic for the reviewer role" in reviewer.problems[0]
 
 
 def test_doctor_flags_an_unpriced_model(tmp_path: Path, canary_keys) -> None:

@@ -131,7 +131,10 @@ class FunctionProvider:
 
 # --- builtin: datafarm's own offline role logic ------------------------------------------------------
 
-BUILTIN_ROLE_FUNCTIONS: dict[str, str] = {}
+BUILTIN_ROLE_FUNCTIONS: dict[str, str] = {
+    "author": "datafarm.agents.builtin.author:author",
+    "judge_writer": "datafarm.agents.builtin.judge_writer:respond",
+}
 """Role -> `module:function` of the builtin provider's logic for it, imported when first used.
 Filled as the builtin task logic lands (the builtin author, judge-writer and reviewer)."""
 
