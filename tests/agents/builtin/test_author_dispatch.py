@@ -25,7 +25,7 @@ from datafarm.artifacts.sampler import SamplerSpec
 from datafarm.harness.judge import accept_judge, canned_shortcuts, freeze, load_frozen
 from datafarm.ledger import Ledger
 from datafarm.taskdir import TaskDir
-from tests.agents.builtin.test_judge_writer_scenes import good_episode
+from datafarm.harness.judge.reference_episode import good_episode
 from tests.agents.conftest import make_task_dir
 from tests.artifacts.test_schemas import drum_grounding, nest_grounding
 
