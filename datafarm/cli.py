@@ -91,19 +91,35 @@ def compile_(
     """Compile a request into its task folder."""
     from datafarm.compiler import compile_request
 
-    with err.status("validating the request and decoding the calibration clip..."):
-        result = compile_request(request, resume=resume, allow_unsafe_sandbox=unsafe_no_sandbox, output=out_dir)
+    with err.status("validating the request and decoding the calibration clip...") as status:
+        result = compile_request(
+            request,
+            resume=resume,
+            allow_unsafe_sandbox=unsafe_no_sandbox,
+            output=out_dir,
+            progress=lambda message: status.update(message),
+        )
     verb = "created" if result.created else "resumed"
     out.print(f"task folder {verb}: {result.task_dir.root}")
     if result.repaired_torn_tail:
         out.print("  repaired a torn last ledger line (the torn bytes were saved and the repair recorded)")
     for path in result.written:
         out.print(f"  wrote {path.name}")
-    if result.not_implemented:
+    pipeline = result.pipeline
+    if pipeline.skipped_done:
+        out.print("already finished (from the ledger): " + ", ".join(s.value for s in pipeline.skipped_done))
+    for stage in pipeline.finished:
+        out.print(f"stage {stage.value}: accepted")
+    if pipeline.not_built:
         out.print("stages not implemented yet (recorded in the ledger as skipped):")
-        for stage, where in result.not_implemented.items():
+        for stage, where in pipeline.not_built.items():
             out.print(f"  {stage.value}: {where}")
-        out.print("compile stopped after validating the request; no episodes were produced.")
+    if pipeline.stopped_at is not None:
+        out.print(f"compile stopped at {pipeline.stopped_at.value}: {pipeline.stop_reason}")
+        if not pipeline.not_built:
+            raise typer.Exit(code=5)
+    else:
+        out.print("compile finished every stage")
 
 
 @app.command()

@@ -1,5 +1,5 @@
-"""`datafarm compile`: validate the request and clip, create (or resume) the task folder, and run
-the stages that exist, recording each in the ledger.
+"""`datafarm compile`: validate the request and clip, create (or resume) the task folder, then run
+the pipeline's stages (datafarm/pipeline.py), recording each in the ledger.
 
 Stages that are not built yet are recorded as such and named to the user; nothing is reported as
 done that was not done.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,27 +18,14 @@ import yaml
 import datafarm
 from datafarm import capability
 from datafarm.artifacts.ledger_entry import Actor, LedgerEvent, Outcome
-from datafarm.artifacts.stages import PIPELINE, Stage
+from datafarm.artifacts.stages import Stage
 from datafarm.capability.models import CapabilityLock
 from datafarm.errors import IntegrityError, StateError
 from datafarm.hashing import sha256_file
 from datafarm.intake import check_request
 from datafarm.ledger import Ledger
+from datafarm.pipeline import PipelineContext, PipelineOutcome, run_pipeline
 from datafarm.taskdir import TaskDir, task_id
-
-NOT_IMPLEMENTED: dict[Stage, str] = {
-    Stage.grounding: "issue 6 (builtin grounding)",
-    Stage.qualification: "issue 3 (simulator qualification)",
-    Stage.contract: "issue 6 (builtin contract)",
-    Stage.judge: "issues 4 and 6 (judge runtime, builtin judge-writer)",
-    Stage.expert: "issues 4 and 6 (sandbox harness, builtin author)",
-    Stage.rollout: "issue 4 (sandboxed rollouts)",
-    Stage.render: "issue 7 (rendering)",
-    Stage.verify: "issue 8 (verifier)",
-    Stage.review: "issue 8 (reviewer)",
-    Stage.admit: "issue 8 (admission)",
-}
-"""Stages not built yet, with the issue that builds them. Shrinks as the pipeline lands."""
 
 CLI_ACTOR = Actor(role="cli", provider="datafarm", model=datafarm.__version__)
 
@@ -52,8 +40,8 @@ class CompileResult:
     """True when this call created the folder, False when it resumed an existing one."""
     written: list[Path] = field(default_factory=list)
     """Files this call wrote or appended to."""
-    not_implemented: dict[Stage, str] = field(default_factory=dict)
-    """Stages skipped because they are not built yet, with the issue that builds them."""
+    pipeline: PipelineOutcome = field(default_factory=PipelineOutcome)
+    """What the stages after the request did (finished, stopped, not built yet)."""
     repaired_torn_tail: bool = False
     """True when resume found and recorded a torn last ledger line."""
 
@@ -73,8 +61,10 @@ def compile_request(
     resume: bool = False,
     allow_unsafe_sandbox: bool = False,
     output: Path | None = None,
+    progress: Callable[[str], None] = lambda message: None,
 ) -> CompileResult:
-    """Compile `request_path` into its task folder (see module docstring)."""
+    """Compile `request_path` into its task folder (see module docstring); `progress` receives a line
+    per step of long work."""
     request_path = Path(request_path)
     request, clip = check_request(request_path, allow_unsafe_sandbox=allow_unsafe_sandbox)
     bundle = capability.load()
@@ -89,10 +79,14 @@ def compile_request(
                 f"{tdir.root} already exists; nothing was changed. Run again with --resume to continue it, "
                 "or set `output:` (or --out) to another folder for a fresh compile."
             )
-        return _resume(tdir, bundle, clip.sha256)
-    if resume:
+        result = _resume(tdir, bundle, clip.sha256)
+    elif resume:
         raise StateError(f"--resume given but {tdir.root} does not exist; run without --resume to create it")
-    return _create(tdir, request_path, request, clip, bundle)
+    else:
+        result = _create(tdir, request_path, request, clip, bundle)
+    context = PipelineContext(request=request, task=tdir, ledger=Ledger(tdir.ledger), progress=progress)
+    result.pipeline = run_pipeline(context)
+    return result
 
 
 def _create(tdir: TaskDir, request_path: Path, request, clip, bundle) -> CompileResult:
@@ -128,33 +122,11 @@ def _create(tdir: TaskDir, request_path: Path, request, clip, bundle) -> Compile
                 "k_sha256": lock.k_sha256,
             },
         )
-        skipped = _record_not_implemented(ledger)
         os.replace(staging, tdir.root)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return CompileResult(
-        task_dir=tdir,
-        created=True,
-        written=[tdir.request, tdir.capability_lock, tdir.ledger],
-        not_implemented=skipped,
-    )
-
-
-def _record_not_implemented(ledger: Ledger) -> dict[Stage, str]:
-    """Append one `stage_not_implemented` entry per stage that is not built yet."""
-    skipped = {}
-    for stage in PIPELINE:
-        if stage in NOT_IMPLEMENTED:
-            ledger.append(
-                stage=stage,
-                event=LedgerEvent.stage_not_implemented,
-                outcome=Outcome.skipped,
-                reason=f"not implemented yet: {NOT_IMPLEMENTED[stage]}",
-                actor=CLI_ACTOR,
-            )
-            skipped[stage] = NOT_IMPLEMENTED[stage]
-    return skipped
+    return CompileResult(task_dir=tdir, created=True, written=[tdir.request, tdir.capability_lock, tdir.ledger])
 
 
 def _resume(tdir: TaskDir, bundle, clip_sha256: str) -> CompileResult:
@@ -183,5 +155,4 @@ def _resume(tdir: TaskDir, bundle, clip_sha256: str) -> CompileResult:
         actor=CLI_ACTOR,
         inputs={"clip": clip_sha256},
     )
-    skipped = _record_not_implemented(ledger)
-    return CompileResult(task_dir=tdir, created=False, written=[tdir.ledger], not_implemented=skipped, repaired_torn_tail=repaired)
+    return CompileResult(task_dir=tdir, created=False, written=[tdir.ledger], repaired_torn_tail=repaired)

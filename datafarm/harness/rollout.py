@@ -131,8 +131,14 @@ class RolloutTask:
 
     @classmethod
     def load(cls, task_dir: Path | str, *, settings: WorldSettings | None = None) -> RolloutTask:
-        """Read G, S, B, T (rate and time limit) and the expert's entry from a task folder."""
+        """Read G, S, B, T (rate and time limit) and the expert's entry from a task folder. Without
+        explicit `settings`, worlds use the physics settings qualification chose (`qualification.json`),
+        or the defaults when the task has not been qualified."""
         paths = TaskDir(Path(task_dir))
+        if settings is None and paths.qualification.is_file():
+            from datafarm.sim.qualification import read_qualification
+
+            settings = read_qualification(paths.qualification).settings
         contract = load_artifact(TaskContract, paths.contract)
         entry = "controller.py"
         manifest = paths.artifact("expert")
