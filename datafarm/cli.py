@@ -124,6 +124,21 @@ def compile_(
 
 @app.command()
 @reports_errors
+def render(
+    task_dir: Annotated[Path, typer.Argument(help="The task folder.")],
+    episode: Annotated[str, typer.Option("--episode", help="Episode id under episodes/.")],
+) -> None:
+    """Re-render one episode's obs/ and sim/ videos with the task's R (a new render entry in the ledger)."""
+    from datafarm.pipeline import record_render
+    from datafarm.taskdir import TaskDir
+
+    with err.status(f"rendering {episode}..."):
+        record = record_render(TaskDir(task_dir), episode, reason="datafarm render (re-render on request)")
+    out.print(f"rendered {episode} with {record.renderer}: {task_dir / 'episodes' / episode / 'obs'}")
+
+
+@app.command()
+@reports_errors
 def schema(
     name: Annotated[Optional[str], typer.Argument(help="Artifact name or symbol (G, T, S, C, J, R, B); omit to list.")] = None,
 ) -> None:

@@ -137,13 +137,13 @@ def _hashes(task: TaskDir, paths: list[Path]) -> dict[str, str]:
 # --- the stage runners -------------------------------------------------------------------------------
 
 
-def _author_stage(ctx: PipelineContext, stage: Stage, **author_options) -> None:
+def _author_stage(ctx: PipelineContext, stage: Stage, instructions: str = "", **author_options) -> None:
     """Run one author stage through the agent roles, translating the builtin's refusals."""
     from datafarm.agents import StageFailed, author_task
     from datafarm.agents.builtin import BuiltinRefusal
 
     try:
-        ctx.agents.author(**author_options).run(author_task(stage))
+        ctx.agents.author(**author_options).run(author_task(stage, instructions))
     except BuiltinRefusal as e:
         if e.kind == "not_built":
             raise StageNotBuilt(stage, str(e)) from None
@@ -259,6 +259,35 @@ def run_admission_rollouts(ctx: PipelineContext) -> list[Path]:
     return [p / "episode.json" for p in passed]
 
 
+def run_render(ctx: PipelineContext) -> list[Path]:
+    """Stage 7: the author writes R (once); the renderer R names turns every admitted episode not yet
+    rendered into obs/ and sim/ videos; each render is a ledger entry recording the files it wrote."""
+    if not ctx.task.render_contract.is_file():
+        _author_stage(ctx, Stage.render, f"Renderer: {ctx.request.renderer}")
+    episodes = sorted(p for p in ctx.task.episodes_dir.glob("*") if (p / "episode.json").is_file())
+    for number, episode in enumerate(episodes, 1):
+        if (episode / "render.json").is_file():
+            continue  # rendered before a resume
+        ctx.progress(f"rendering episode {number}/{len(episodes)} ({episode.name})")
+        record_render(ctx.task, episode.name, ledger=ctx.ledger)
+    return [ctx.task.render_contract]
+
+
+def record_render(task: TaskDir, episode_id: str, *, ledger: Ledger | None = None, reason: str = ""):
+    """Render one episode with the task's R and append a render entry recording every file written."""
+    from datafarm.renderers import render_task_episode
+
+    episode = task.episode(episode_id)
+    record = render_task_episode(task.root, episode_id)
+    written = [p for p in episode.rglob("*")
+               if p.is_file() and (p.name == "render.json" or p.relative_to(episode).parts[0] in ("obs", "sim"))]
+    (ledger or Ledger(task.ledger)).append(
+        stage=Stage.render, event=LedgerEvent.render, outcome=LedgerOutcome.ok,
+        reason=reason or f"rendered {episode_id} with {record.renderer}", actor=HARNESS,
+        outputs=_hashes(task, written), details={"episode_id": episode_id, "renderer": record.renderer})
+    return record
+
+
 RUNNERS: dict[Stage, Callable[[PipelineContext], list[Path]]] = {
     Stage.grounding: run_grounding,
     Stage.contract: run_contract,
@@ -266,11 +295,11 @@ RUNNERS: dict[Stage, Callable[[PipelineContext], list[Path]]] = {
     Stage.judge: run_judge,
     Stage.expert: run_expert,
     Stage.rollout: run_admission_rollouts,
+    Stage.render: run_render,
 }
 """Stages compile can run; the others are recorded as not implemented (see NOT_BUILT)."""
 
 NOT_BUILT: dict[Stage, str] = {
-    Stage.render: "issue 7 (rendering)",
     Stage.verify: "issue 8 (verifier)",
     Stage.review: "issue 8 (reviewer)",
     Stage.admit: "issue 8 (admission in compile; `datafarm admit` checks a finished dataset)",
