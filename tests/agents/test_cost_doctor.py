@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from datafarm.agents import cost_report, doctor
 from datafarm.agents.commands import cost_command, doctor_command
-from datafarm.agents.providers.function import _BUILTIN_LOADED
+from datafarm.agents.providers.function import BUILTIN_ROLE_FUNCTIONS, _BUILTIN_LOADED
 from datafarm.artifacts.ledger_entry import LedgerActor, LedgerCost, LedgerEvent, LedgerOutcome
 from datafarm.artifacts.stages import Stage
 from datafarm.ledger import Ledger
@@ -145,8 +145,9 @@ def test_doctor_reports_keys_without_showing_them(tmp_path: Path, monkeypatch: p
 
 
 def test_doctor_says_when_builtin_logic_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The builtin reviewer's logic is not built yet (issue 8); the author's is registered.
+    # Simulate a role the builtin has no logic for by unregistering the reviewer's.
     monkeypatch.delitem(_BUILTIN_LOADED, "reviewer", raising=False)
+    monkeypatch.delitem(BUILTIN_ROLE_FUNCTIONS, "reviewer", raising=False)
     report = doctor(make_request())
     author, reviewer = report.roles[0], report.roles[2]
     assert author.provider == "builtin" and author.ready

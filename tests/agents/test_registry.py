@@ -10,7 +10,7 @@ import pytest
 from datafarm.agents import FunctionProvider, MissingKeyError, TaskAgents, author_task, create_provider, provider_names
 from datafarm.agents.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from datafarm.agents.providers import provider_spec, register_builtin_role
-from datafarm.agents.providers.function import _BUILTIN_LOADED
+from datafarm.agents.providers.function import BUILTIN_ROLE_FUNCTIONS, _BUILTIN_LOADED
 from datafarm.artifacts.request import PROVIDERS
 from datafarm.errors import InputError, StateError
 from datafarm.ledger import Ledger
@@ -43,7 +43,9 @@ def test_hosted_provider_without_key_names_the_variable(name: str, env: str, tmp
 
 
 def test_builtin_without_role_logic_says_so(monkeypatch) -> None:
+    # Simulate a role the builtin has no logic for by unregistering the reviewer's.
     monkeypatch.delitem(_BUILTIN_LOADED, "reviewer", raising=False)
+    monkeypatch.delitem(BUILTIN_ROLE_FUNCTIONS, "reviewer", raising=False)
     with pytest.raises(StateError, match="builtin provider has no logic for the reviewer role"):
         create_provider("builtin", "builtin", role="reviewer")
 

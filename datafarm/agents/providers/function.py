@@ -134,6 +134,7 @@ class FunctionProvider:
 BUILTIN_ROLE_FUNCTIONS: dict[str, str] = {
     "author": "datafarm.agents.builtin.author:author",
     "judge_writer": "datafarm.agents.builtin.judge_writer:respond",
+    "reviewer": "datafarm.agents.builtin.reviewer:respond",
 }
 """Role -> `module:function` of the builtin provider's logic for it, imported when first used.
 Filled as the builtin task logic lands (the builtin author, judge-writer and reviewer)."""
