@@ -288,6 +288,44 @@ def record_render(task: TaskDir, episode_id: str, *, ledger: Ledger | None = Non
     return record
 
 
+def run_review(ctx: PipelineContext) -> list[Path]:
+    """Stage 9: the reviewer (its own context: decoded keyframes, real reference frames, a sim-state
+    summary; never the author's transcript) gives a verdict per rendered episode. A rejected episode
+    is recorded with the stage it routes to."""
+    from datafarm.agents import ReviewMaterial, StageFailed, review_task
+    from datafarm.agents.builtin.reviewer import state_summary
+    from datafarm.artifacts.admission import ReviewVerdict
+    from datafarm.artifacts.render_contract import RenderContract
+
+    grounding = ctx.grounding()
+    contract = load_artifact(RenderContract, ctx.task.render_contract)
+    refs = {c.camera: list(c.frames) for c in contract.cameras}
+    written: list[Path] = []
+    rejected: list[str] = []
+    episodes = sorted(p for p in ctx.task.episodes_dir.glob("*") if (p / "render.json").is_file())
+    for number, episode in enumerate(episodes, 1):
+        review_path = episode / "review.json"
+        if not review_path.is_file():
+            ctx.progress(f"reviewing episode {number}/{len(episodes)} ({episode.name})")
+            summary = state_summary(episode, grounding, reference_frames=refs)
+            try:
+                ctx.agents.reviewer(ReviewMaterial(Path("episodes") / episode.name, summary, refs)).run(review_task())
+            except StageFailed as e:
+                raise StageRejected(Stage.review, f"{episode.name}: {e}") from None
+        verdict = load_artifact(ReviewVerdict, review_path)
+        ctx.ledger.append(stage=Stage.review, event=LedgerEvent.review,
+                          outcome=LedgerOutcome.ok if verdict.accepted else LedgerOutcome.fail,
+                          reason=f"{episode.name}: {'accepted' if verdict.accepted else 'rejected'}",
+                          route_to=None if verdict.accepted else Stage.render, actor=HARNESS,
+                          outputs=_hashes(ctx.task, [review_path]), details={"episode_id": episode.name})
+        written.append(review_path)
+        if not verdict.accepted:
+            rejected.append(episode.name)
+    if rejected:
+        raise StageRejected(Stage.review, f"the reviewer rejected {', '.join(rejected)}", Stage.render)
+    return written
+
+
 RUNNERS: dict[Stage, Callable[[PipelineContext], list[Path]]] = {
     Stage.grounding: run_grounding,
     Stage.contract: run_contract,
@@ -296,12 +334,12 @@ RUNNERS: dict[Stage, Callable[[PipelineContext], list[Path]]] = {
     Stage.expert: run_expert,
     Stage.rollout: run_admission_rollouts,
     Stage.render: run_render,
+    Stage.review: run_review,
 }
 """Stages compile can run; the others are recorded as not implemented (see NOT_BUILT)."""
 
 NOT_BUILT: dict[Stage, str] = {
     Stage.verify: "issue 8 (verifier)",
-    Stage.review: "issue 8 (reviewer)",
     Stage.admit: "issue 8 (admission in compile; `datafarm admit` checks a finished dataset)",
 }
 """Stages whose producers are not built yet, with the issue that builds them."""
