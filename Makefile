@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.datafarm-installed
 DEMO_OUT ?= build/demo
 
-.PHONY: setup system demo test test-fast clean
+.PHONY: setup system demo test test-fast examples clean
 
 setup: system $(STAMP)
 
@@ -36,6 +36,10 @@ test: setup
 # Everything but tests marked slow, for quick iteration.
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# Re-renders every example's calibration clip (and truth.json) with the SAPIEN studio (~100 s here).
+examples: setup
+	$(BIN)/python -m datafarm.studio.examples
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

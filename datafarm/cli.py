@@ -187,6 +187,9 @@ def _register_subcommands() -> None:
     app.command(name="doctor")(doctor_command)
     app.command(name="admit")(admit_command)
     app.command(name="audit")(audit_command)
+    from datafarm.studio.commands import app as studio_app
+
+    app.add_typer(studio_app, name="studio", help="Synthetic calibration clips with ground truth, and grounding scores.")
 
 
 _register_subcommands()

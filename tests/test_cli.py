@@ -36,10 +36,10 @@ def test_help_lists_only_working_commands():
     from datafarm.cli import app
 
     listed = set(typer.main.get_command(app).commands)
-    assert listed == {"validate", "compile", "schema", "capability", "ledger", "cost", "doctor", "admit", "audit", "render"}
+    assert listed == {"validate", "compile", "schema", "capability", "ledger", "cost", "doctor", "admit", "audit", "render", "studio"}
     for name in listed:
         assert name in r.stdout
-    for command in ("validate", "compile", "schema", "capability show", "ledger verify", "ledger show", "ledger repair", "cost", "doctor", "admit", "audit", "render"):
+    for command in ("validate", "compile", "schema", "capability show", "ledger verify", "ledger show", "ledger repair", "cost", "doctor", "admit", "audit", "render", "studio render", "studio score"):
         assert run(*command.split(), "--help").returncode == 0
 
 
