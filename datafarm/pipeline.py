@@ -288,6 +288,90 @@ def record_render(task: TaskDir, episode_id: str, *, ledger: Ledger | None = Non
     return record
 
 
+def _rendered_episodes(ctx: PipelineContext) -> list[Path]:
+    return sorted(p for p in ctx.task.episodes_dir.glob("*") if (p / "render.json").is_file())
+
+
+VERIFICATION = "verification.json"
+"""The verifier's results for one episode, inside its folder (what q records)."""
+
+
+def run_verify(ctx: PipelineContext) -> list[Path]:
+    """Stage 8: calibrate the verifier spec once (every corruption of an accepted episode caught, the
+    clean one passing; a spec that fails is not used), then verify every rendered episode."""
+    from datafarm.artifacts.admission import VerifierResults
+    from datafarm.verifiers import (
+        CalibrationFailed, derive_spec, gather_evidence, load_calibration, load_spec, save_spec, verifier_files,
+        verify_episode,
+    )
+
+    episodes = _rendered_episodes(ctx)
+    if not episodes:
+        raise StageRejected(Stage.verify, "no rendered episode to verify", Stage.render)
+    calibrated = ctx.task.verifier_dir.joinpath("calibration.json").is_file() and load_calibration(ctx.task.root).passed
+    if not calibrated:
+        from datafarm.verifiers import calibrate
+
+        spec = derive_spec(ctx.task.root)
+        save_spec(ctx.task.root, spec)
+        escaped = ""
+        for episode in episodes:
+            ctx.progress(f"calibrating the verifier on {episode.name}")
+            try:
+                calibrate(ctx.task.root, episode.name, spec,
+                          evidence=gather_evidence(ctx.task.root, episode.name, spec))
+                break
+            except CalibrationFailed as e:
+                escaped = str(e)
+        else:
+            raise StageRejected(Stage.verify, f"verifier calibration failed: {escaped}", Stage.render)
+        ctx.ledger.append(stage=Stage.verify, event=LedgerEvent.check, outcome=LedgerOutcome.ok,
+                          reason="verifier spec calibrated: every corruption caught, the clean episode passes",
+                          actor=HARNESS, outputs=verifier_files(ctx.task.root))
+    spec = load_spec(ctx.task.root)
+    failed: list[str] = []
+    for number, episode in enumerate(episodes, 1):
+        path = episode / VERIFICATION
+        if not path.is_file():
+            ctx.progress(f"verifying episode {number}/{len(episodes)} ({episode.name})")
+            results = verify_episode(ctx.task.root, episode.name, spec)
+            save_artifact(results, path)
+            files = verifier_files(ctx.task.root, episode.name)
+            files[path.relative_to(ctx.task.root).as_posix()] = sha256_file(path)
+            ctx.ledger.append(stage=Stage.verify, event=LedgerEvent.check,
+                              outcome=LedgerOutcome.ok if results.passed else LedgerOutcome.fail,
+                              reason=f"{episode.name}: {'all checks pass' if results.passed else 'checks failed'}",
+                              actor=HARNESS, outputs=files, details={"episode_id": episode.name})
+        if not load_artifact(VerifierResults, path).passed:
+            failed.append(episode.name)
+    if failed:
+        raise StageRejected(Stage.verify, f"verifier checks failed for {', '.join(failed)}", Stage.render)
+    return [ctx.task.verifier_dir / "spec.json", ctx.task.verifier_dir / "calibration.json"]
+
+
+def run_admit(ctx: PipelineContext) -> list[Path]:
+    """Stage 10: write q for every verified and reviewed episode, then check the whole dataset."""
+    from datafarm.admission.admit import admit
+    from datafarm.admission.record import write_admission
+    from datafarm.artifacts.admission import ReviewVerdict, VerifierResults
+    from datafarm.harness.judge.frozen import load_lock
+    from datafarm.harness.rollout import RolloutReport
+
+    lock = load_lock(ctx.task.judge_dir)
+    for episode in _rendered_episodes(ctx):
+        if (episode / "admission.json").is_file():
+            continue
+        report = load_artifact(RolloutReport, episode / "rollout.json")
+        write_admission(ctx.task.root, episode.name, report.verdict, lock,
+                        load_artifact(VerifierResults, episode / VERIFICATION),
+                        load_artifact(ReviewVerdict, episode / "review.json"),
+                        allow_unsafe_sandbox=False, actor=HARNESS)
+    result = admit(ctx.task.root)
+    if not result.ok:
+        raise StageRejected(Stage.admit, result.render())
+    return [ctx.task.certificate]
+
+
 def run_review(ctx: PipelineContext) -> list[Path]:
     """Stage 9: the reviewer (its own context: decoded keyframes, real reference frames, a sim-state
     summary; never the author's transcript) gives a verdict per rendered episode. A rejected episode
@@ -302,7 +386,7 @@ def run_review(ctx: PipelineContext) -> list[Path]:
     refs = {c.camera: list(c.frames) for c in contract.cameras}
     written: list[Path] = []
     rejected: list[str] = []
-    episodes = sorted(p for p in ctx.task.episodes_dir.glob("*") if (p / "render.json").is_file())
+    episodes = _rendered_episodes(ctx)
     for number, episode in enumerate(episodes, 1):
         review_path = episode / "review.json"
         if not review_path.is_file():
@@ -334,14 +418,13 @@ RUNNERS: dict[Stage, Callable[[PipelineContext], list[Path]]] = {
     Stage.expert: run_expert,
     Stage.rollout: run_admission_rollouts,
     Stage.render: run_render,
+    Stage.verify: run_verify,
     Stage.review: run_review,
+    Stage.admit: run_admit,
 }
 """Stages compile can run; the others are recorded as not implemented (see NOT_BUILT)."""
 
-NOT_BUILT: dict[Stage, str] = {
-    Stage.verify: "issue 8 (verifier)",
-    Stage.admit: "issue 8 (admission in compile; `datafarm admit` checks a finished dataset)",
-}
+NOT_BUILT: dict[Stage, str] = {}
 """Stages whose producers are not built yet, with the issue that builds them."""
 
 

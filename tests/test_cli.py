@@ -50,21 +50,22 @@ def test_version():
 
 def test_compile_then_ledger_verify_and_show(example):
     r = run("compile", str(example))
-    assert r.returncode == 0, r.stderr
+    # 0: every stage finished or the rest is not built yet; 5: a stage was rejected (said in the output)
+    assert r.returncode in (0, 5), r.stderr
     assert "task folder created:" in r.stdout
-    assert "stages not implemented yet" in r.stdout and "grounding" in r.stdout
+    assert ("compile stopped at" in r.stdout) == (r.returncode == 5 or "not implemented yet" in r.stdout)
     task = Path(r.stdout.split("task folder created:")[1].split()[0])
     assert (task / "ledger.jsonl").is_file()
 
     v = run("ledger", "verify", str(task))
     assert v.returncode == 0, v.stdout + v.stderr
     s = run("ledger", "show", str(task))
-    assert s.returncode == 0 and "stage_not_implemented" in s.stdout
+    assert s.returncode == 0 and "request" in s.stdout and "grounding" in s.stdout
 
     again = run("compile", str(example))
     assert again.returncode == 3 and "--resume" in again.stderr
     resumed = run("compile", str(example), "--resume")
-    assert resumed.returncode == 0 and "task folder resumed" in resumed.stdout
+    assert resumed.returncode in (0, 5) and "task folder resumed" in resumed.stdout
 
 
 def test_bad_request_exits_2_with_file_line_field_and_suggestion(example):

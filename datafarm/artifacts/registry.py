@@ -29,6 +29,8 @@ SCHEMAS: dict[str, str] = {
     "episode": "datafarm.artifacts.episode:EpisodeRecord",
     "admission": "datafarm.artifacts.admission:AdmissionRecord",
     "qualification": "datafarm.sim.qualification.report:QualificationReport",
+    "verifier-spec": "datafarm.verifiers.spec:VerifierSpec",
+    "verifier-calibration": "datafarm.verifiers.report:CalibrationReport",
     "ledger-entry": "datafarm.artifacts.ledger_entry:LedgerEntry",
 }
 """Schema name -> `module:Class` of its model, in pipeline order."""
@@ -55,6 +57,8 @@ TASK_FILES: dict[str, str] = {
     "render-contract": "render_contract.yaml",
     "batch": "batch.yaml",
     "qualification": "qualification.json",
+    "verifier-spec": "verifier/spec.json",
+    "verifier-calibration": "verifier/calibration.json",
     "episode": "episodes/{episode_id}/episode.json",
     "admission": "episodes/{episode_id}/admission.json",
     "ledger-entry": "ledger.jsonl",

@@ -1,0 +1,108 @@
+"""temporal: no jumps, no lag against the sim motion, continuity across chunk seams.
+
+Per frame, over all views: the video's edges (Canny) are compared with the silhouettes of the sim's
+robot and objects at the same frame and at the `max_step` frames each side, counting only the
+silhouette pixels that move around that frame (those present in every frame of the window are left
+out, so the still parts of the scene do not dilute the comparison). A frame whose edges trace a
+neighbouring sim frame's moving silhouette better than its own, by more than `min_gain` (share of the
+silhouette traced within `edge_radius_px`), is out of step: a dropped frame puts every later frame
+one step ahead, a repeated one one step behind, a lagging render behind throughout. Frames whose
+silhouettes hardly move (`min_moving_px`) cannot be timed and are skipped. The metric counts the
+frames out of step plus the frames missing or extra against the episode's steps. The evidence lists
+the chunk seams (render.json joins) with the video's frame-to-frame change there against its
+neighbours'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from datafarm.artifacts.admission import CheckResult, Evidence
+from datafarm.renderers.control import segment_outlines
+from datafarm.verifiers.checks.base import CheckContext, crops_list, frames_list
+from datafarm.verifiers.checks.views import edge_distance
+
+PARAMETERS = ("max_step", "min_gain", "edge_radius_px", "min_moving_px")
+"""The settings this check reads from its spec."""
+
+
+def frame_changes(obs: np.ndarray) -> np.ndarray:
+    """(T,) mean absolute change from the previous frame (0 for the first), 0-255 levels."""
+    out = np.zeros(len(obs))
+    for t in range(1, len(obs)):
+        out[t] = float(np.mean(np.abs(obs[t].astype(np.int16) - obs[t - 1].astype(np.int16))))
+    return out
+
+
+def timing_scores(ctx: CheckContext, reach: int, radius: float, min_moving: float) -> np.ndarray:
+    """(T, 2 * reach + 1) share of the moving silhouette of sim frame t + d traced by the video's edges
+    at frame t, over all views (NaN where the frame cannot be timed or t + d is outside the episode)."""
+    ev = ctx.evidence
+    steps = ev.frames
+    traced = np.zeros((steps, 2 * reach + 1))
+    total = np.zeros((steps, 2 * reach + 1))
+    for name, cam in ev.cameras.items():
+        obs = ctx.analysis.views[name].obs
+        silhouettes = np.stack([segment_outlines(cam.classes[t]) for t in range(steps)])
+        for t in range(steps):
+            lo, hi = max(0, t - reach), min(steps, t + reach + 1)
+            still = np.logical_and.reduce(silhouettes[lo:hi], axis=0)
+            distance = None
+            for j, d in enumerate(range(-reach, reach + 1)):
+                if not 0 <= t + d < steps:
+                    continue
+                moving = silhouettes[t + d] & ~still
+                n = int(moving.sum())
+                if n == 0:
+                    continue
+                if distance is None:
+                    distance = edge_distance(obs[t])
+                traced[t, j] += float((distance[moving] <= radius).sum())
+                total[t, j] += n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = traced / total
+    scores[total[:, [reach]].repeat(2 * reach + 1, axis=1) < min_moving] = np.nan
+    scores[total == 0] = np.nan
+    return scores
+
+
+def run(ctx: CheckContext) -> CheckResult:
+    """The temporal check (see the module docstring)."""
+    ev = ctx.evidence
+    steps = ev.frames
+    reach = int(ctx.param("max_step"))
+    scores = timing_scores(ctx, reach, ctx.param("edge_radius_px"), ctx.param("min_moving_px"))
+    own = scores[:, reach]
+    timed = np.isfinite(own)
+    filled = np.where(np.isfinite(scores), scores, -np.inf)
+    best = np.argmax(filled, axis=1)
+    gains = filled[np.arange(steps), best] - np.where(timed, own, np.inf)
+    out_of_step = [t for t in range(steps) if timed[t] and best[t] != reach and gains[t] > ctx.param("min_gain")]
+    missing = max([abs(n - steps) for n in ctx.analysis.frame_counts.values()] + [0])
+    metric = len(out_of_step) + missing
+    evidence = []
+    changes = np.mean([frame_changes(v.obs) for v in ctx.analysis.views.values()], axis=0)
+    for seam in ev.seams:
+        if 0 < seam < steps:
+            around = [changes[t] for t in range(max(1, seam - 3), min(steps, seam + 4)) if t != seam]
+            evidence.append(Evidence(frames=[seam - 1, seam],
+                                     note=f"chunk seam at frame {seam}: video change {changes[seam]:.2f} levels "
+                                          f"(neighbours' median {float(np.median(around)) if around else 0:.2f})"))
+    if out_of_step:
+        t = out_of_step[0]
+        name = next(iter(ev.cameras))
+        offsets = sorted({int(best[f]) - reach for f in out_of_step})
+        crop = ctx.crops.save("temporal", name, t, ctx.analysis.views[name].obs[t],
+                              sim=ev.cameras[name].classes[t] != 0,
+                              found=ev.cameras[name].classes[min(steps - 1, max(0, t + offsets[0]))] != 0,
+                              tag="out-of-step")
+        evidence.append(Evidence(frames=frames_list(out_of_step), crops=crops_list(crop),
+                                 note=f"{len(out_of_step)} of {int(timed.sum())} timed frames out of step with the "
+                                      f"sim (best-fitting sim frame offsets {offsets}); first at frame {t} (green: its "
+                                      f"own sim silhouette, magenta: the one it fits)"))
+    else:
+        evidence.append(Evidence(note=f"each of the {int(timed.sum())} timed frames fits its own sim frame at least "
+                                      f"as well as its neighbours (±{reach})"))
+    for problem in ctx.analysis.problems:
+        evidence.append(Evidence(note=f"video does not fit the episode: {problem}"))
+    return ctx.result(metric, evidence)
