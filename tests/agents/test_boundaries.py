@@ -20,6 +20,7 @@ from tests.agents.conftest import EXAMPLE_CLIP, make_request
 
 AUTHOR_TOOLS = {
     "list_views",
+    "clip_info",
     "fetch_frame",
     "pixel_colour",
     "region_stats",

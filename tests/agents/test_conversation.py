@@ -82,6 +82,7 @@ def test_author_repairs_an_invalid_grounding_through_the_real_sdk(wire: Wire, tm
     assert sorted(wire.tool_names(r1)) == sorted(
         [
             "list_views",
+            "clip_info",
             "fetch_frame",
             "pixel_colour",
             "region_stats",

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import yaml
 from pydantic import Field
 
 from datafarm.agents.access import RoleAccess
 from datafarm.agents.tools.base import NoArgs, Tool, ToolArgs, ToolContext, ToolError, ToolOutput
-from datafarm.agents.tools.frames import ClipViews, frame_tools
+from datafarm.agents.tools.frames import CLIP_ROOT, ClipViews, frame_tools
 from datafarm.agents.tools.writing import ExtraCheck, guarded_text, validate_and_save, write_output
 from datafarm.artifacts import registry
 from datafarm.artifacts.expert import ExpertManifest
@@ -65,6 +66,34 @@ class RolloutArgs(ToolArgs):
 
     dev_seed: int = Field(ge=0)
     """One of the task's dev seeds."""
+
+
+def clip_info_tool(access: RoleAccess) -> Tool:
+    """The author tool `clip_info`: what clip.yaml says beyond the per-view calibration list_views gives
+    (the robot's base poses, each camera's video), the calibration board the clip describes (clip.yaml's
+    `board`, or a board.yaml next to it), and the clip's files."""
+    views = ClipViews(access)
+
+    def clip_info(_args: NoArgs, _ctx: ToolContext) -> dict[str, Any]:
+        spec = views.spec
+        root = access.external_file(CLIP_ROOT, "clip.yaml").parent
+        board = getattr(spec, "board", None)
+        if board is None and (root / "board.yaml").is_file():
+            board = yaml.safe_load(access.external_file(CLIP_ROOT, "board.yaml").read_text())
+        elif board is not None and hasattr(board, "model_dump"):
+            board = board.model_dump(mode="json")
+        return {
+            "fps": spec.fps,
+            "cameras": [{"name": c.name, "video": c.video} for c in spec.cameras],
+            "robot_base": [p.model_dump(mode="json") for p in spec.robot_base] if spec.robot_base else None,
+            "board": board,
+            "notes": spec.notes,
+            "files": sorted(p.name for p in root.iterdir() if p.is_file()),
+        }
+
+    return Tool("clip_info", "What clip.yaml says about the rig beyond each view's calibration: the robot's base "
+                "poses, each camera's video, the calibration board (pattern and pose) the clip shows, notes, files.",
+                NoArgs, clip_info)
 
 
 def author_tools(
@@ -143,6 +172,7 @@ def author_tools(
             NoArgs,
             list_views,
         ),
+        clip_info_tool(access),
         *frame_tools(
             {
                 "clip": (
