@@ -62,9 +62,11 @@ def compile_request(
     allow_unsafe_sandbox: bool = False,
     output: Path | None = None,
     progress: Callable[[str], None] = lambda message: None,
+    run_stages: bool = True,
 ) -> CompileResult:
     """Compile `request_path` into its task folder (see module docstring); `progress` receives a line
-    per step of long work."""
+    per step of long work. With `run_stages=False` only the task folder is created or resumed (for
+    callers that drive `datafarm.pipeline` themselves)."""
     request_path = Path(request_path)
     request, clip = check_request(request_path, allow_unsafe_sandbox=allow_unsafe_sandbox)
     bundle = capability.load()
@@ -84,8 +86,9 @@ def compile_request(
         raise StateError(f"--resume given but {tdir.root} does not exist; run without --resume to create it")
     else:
         result = _create(tdir, request_path, request, clip, bundle)
-    context = PipelineContext(request=request, task=tdir, ledger=Ledger(tdir.ledger), progress=progress)
-    result.pipeline = run_pipeline(context)
+    if run_stages:
+        context = PipelineContext(request=request, task=tdir, ledger=Ledger(tdir.ledger), progress=progress)
+        result.pipeline = run_pipeline(context)
     return result
 
 

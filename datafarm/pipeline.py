@@ -428,11 +428,13 @@ NOT_BUILT: dict[Stage, str] = {}
 """Stages whose producers are not built yet, with the issue that builds them."""
 
 
-def run_pipeline(ctx: PipelineContext) -> PipelineOutcome:
-    """Run the stages in ORDER (skipping finished ones), recording each in the ledger."""
+def run_pipeline(ctx: PipelineContext, *, stop_after: Stage | None = None) -> PipelineOutcome:
+    """Run the stages in ORDER (skipping finished ones), recording each in the ledger; with
+    `stop_after`, stop once that stage is done (for callers that drive the stages in steps)."""
     outcome = PipelineOutcome()
     done = _finished_stages(ctx.ledger)
-    for position, stage in enumerate(ORDER):
+    stages = ORDER if stop_after is None else ORDER[: ORDER.index(stop_after) + 1]
+    for position, stage in enumerate(stages):
         if stage in done:
             outcome.skipped_done.append(stage)
             continue
@@ -453,6 +455,18 @@ def run_pipeline(ctx: PipelineContext) -> PipelineOutcome:
                               route_to=e.route_to, actor=HARNESS)
             outcome.stopped_at, outcome.stop_reason = stage, f"rejected: {e.reason} (routes to {e.route_to.value})"
             return outcome
+        except DatafarmError as e:
+            # A checked failure inside a stage's producer (bad artifact, refused write): recorded as
+            # a rejection of this stage, so the ledger says why compile stopped.
+            ctx.ledger.append(stage=stage, event=LedgerEvent.rejection, outcome=LedgerOutcome.fail, reason=str(e),
+                              route_to=stage, actor=HARNESS)
+            outcome.stopped_at, outcome.stop_reason = stage, f"failed: {e}"
+            return outcome
+        except Exception as e:
+            # A bug: record it before it propagates, so the ledger still tells the whole story.
+            ctx.ledger.append(stage=stage, event=LedgerEvent.rejection, outcome=LedgerOutcome.error,
+                              reason=f"internal error: {type(e).__name__}: {e}", route_to=stage, actor=HARNESS)
+            raise
         ctx.ledger.append(stage=stage, event=LedgerEvent.stage_finished, outcome=LedgerOutcome.ok,
                           reason=f"{stage.value} accepted", actor=HARNESS, outputs=_hashes(ctx.task, outputs))
         outcome.finished.append(stage)

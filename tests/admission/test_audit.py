@@ -103,13 +103,14 @@ def test_an_installed_k_that_differs_from_the_lock_is_refused(dataset, tmp_path,
     installed = tmp_path / "capability"
     shutil.copytree(k_bundle.BUNDLES_DIR, installed, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(k_bundle, "BUNDLES_DIR", installed)
-    assert check_capability(TaskDir(dataset)).k_version == "k1"  # an unmodified copy is the pinned K
-    skill = installed / "k1" / "skills" / "expert.md"
+    pinned = check_capability(TaskDir(dataset)).k_version  # an unmodified copy is the pinned K
+    assert pinned == k_bundle.latest_version()
+    skill = installed / pinned / "skills" / "expert.md"
     skill.write_text(skill.read_text() + "\nA quiet edit to a released skill.\n")
     with pytest.raises(IntegrityError, match="audit refuses to run under a different K"):
         audit(dataset)
     result = CliRunner().invoke(_cli(), [str(dataset)])
-    assert result.exit_code == 4 and "installed k1" in result.output
+    assert result.exit_code == 4 and f"installed {pinned}" in result.output
     assert Ledger(dataset).head().stage.value != "audit"  # refused before anything ran
 
 
