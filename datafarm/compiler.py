@@ -72,7 +72,7 @@ def compile_request(
     bundle = capability.load()
 
     fingerprint = {"request": request.model_dump(mode="json", exclude={"output"}), "clip_sha256": clip.sha256}
-    out_root = Path(output) if output is not None else Path(request.output)
+    out_root = (Path(output) if output is not None else Path(request.output)).resolve()
     tdir = TaskDir(out_root / task_id(request.task, fingerprint))
 
     if tdir.root.exists():
