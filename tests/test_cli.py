@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "nest_cups"
 DATAFARM = [sys.executable, "-m", "datafarm.cli"]
@@ -20,23 +17,6 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     env["COLUMNS"] = "200"
     return subprocess.run([*DATAFARM, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
-
-
-@pytest.fixture
-def example(tmp_path) -> Path:
-    dst = tmp_path / "nest_cups"
-    shutil.copytree(EXAMPLE, dst, ignore=shutil.ignore_patterns("runs"))
-    return stops_early(dst / "request.yaml")
-
-
-def stops_early(request: Path) -> Path:
-    """Give the copy a task outside the builtin families (a cloth fold), so compile stops within its
-    first stages: these tests are about the task folder and the CLI, not the whole pipeline."""
-    text = request.read_text()
-    text = re.sub(r"^task: >-\n(  .*\n)+", "task: 'Fold the towel twice. Success: the towel lies folded in quarters.'\n", text,
-                  flags=re.MULTILINE)
-    request.write_text(text)
-    return request
 
 
 def test_help_lists_only_working_commands():

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,24 +16,6 @@ from datafarm.hashing import sha256_tree
 from datafarm.ledger import Ledger
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "nest_cups"
-
-
-@pytest.fixture
-def example(tmp_path) -> Path:
-    """A private copy of the nest_cups example, so its output lands in tmp_path."""
-    dst = tmp_path / "nest_cups"
-    shutil.copytree(EXAMPLE, dst, ignore=shutil.ignore_patterns("runs"))
-    return stops_early(dst / "request.yaml")
-
-
-def stops_early(request: Path) -> Path:
-    """Give the copy a task outside the builtin families (a cloth fold), so compile stops within its
-    first stages: these tests are about the task folder and the CLI, not the whole pipeline."""
-    text = request.read_text()
-    text = re.sub(r"^task: >-\n(  .*\n)+", "task: 'Fold the towel twice. Success: the towel lies folded in quarters.'\n", text,
-                  flags=re.MULTILINE)
-    request.write_text(text)
-    return request
 
 
 def test_compile_creates_the_task_folder(example):
