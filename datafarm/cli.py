@@ -3,11 +3,14 @@ that are not built yet are not listed."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -53,7 +56,7 @@ def _version_callback(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        Optional[bool], typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")
+        bool | None, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")
     ] = None,
 ) -> None:
     """datafarm: compile a robot data request into verified, admitted, action-labeled episodes."""
@@ -78,12 +81,29 @@ def validate(
         out.print(f"  {cam.name}: {cam.width}x{cam.height} @ {cam.fps:g} fps, {cam.frames} frames, {cam.codec}")
 
 
+@contextlib.contextmanager
+def _progress_reporter(first: str) -> Iterator[Callable[[str], None]]:
+    """A progress callback: a live status line on a terminal; elsewhere (logs, CI, a pipe) one
+    timestamped line per message on stderr, so long work is visible where a spinner is not."""
+    if err.is_terminal:
+        with err.status(first) as status:
+            yield lambda message: status.update(message)
+        return
+    start = time.monotonic()
+
+    def report(message: str) -> None:
+        err.print(f"[{time.monotonic() - start:7.1f}s] {message}", highlight=False, markup=False, soft_wrap=True)
+
+    report(first)
+    yield report
+
+
 @app.command(name="compile")
 @reports_errors
 def compile_(
     request: Annotated[Path, typer.Argument(help="Path to request.yaml.")],
     resume: Annotated[bool, typer.Option("--resume", help="Continue an existing task folder from its ledger.")] = False,
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output folder (overrides the request's `output`).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (overrides the request's `output`).")] = None,
     unsafe_no_sandbox: Annotated[
         bool, typer.Option("--unsafe-no-sandbox", help="Allow `sandbox: none` (recorded; admission refuses it by default).")
     ] = False,
@@ -91,13 +111,13 @@ def compile_(
     """Compile a request into its task folder."""
     from datafarm.compiler import compile_request
 
-    with err.status("validating the request and decoding the calibration clip...") as status:
+    with _progress_reporter("validating the request and decoding the calibration clip...") as progress:
         result = compile_request(
             request,
             resume=resume,
             allow_unsafe_sandbox=unsafe_no_sandbox,
             output=out_dir,
-            progress=lambda message: status.update(message),
+            progress=progress,
         )
     verb = "created" if result.created else "resumed"
     out.print(f"task folder {verb}: {result.task_dir.root}")
@@ -140,7 +160,7 @@ def render(
 @app.command()
 @reports_errors
 def schema(
-    name: Annotated[Optional[str], typer.Argument(help="Artifact name or symbol (G, T, S, C, J, R, B); omit to list.")] = None,
+    name: Annotated[str | None, typer.Argument(help="Artifact name or symbol (G, T, S, C, J, R, B); omit to list.")] = None,
 ) -> None:
     """Print an artifact's JSON Schema (or list the names)."""
     from datafarm.artifacts import registry
@@ -159,7 +179,7 @@ def schema(
 @capability_app.command("show")
 @reports_errors
 def capability_show(
-    version: Annotated[Optional[str], typer.Argument(help="K version, e.g. k1 (default: latest).")] = None,
+    version: Annotated[str | None, typer.Argument(help="K version, e.g. k1 (default: latest).")] = None,
 ) -> None:
     """Print a K version, its hash and its contents (refuses a bundle that differs from its release)."""
     from datafarm import capability

@@ -4,7 +4,8 @@ Per object that moves in the episode (its recorded speed exceeds MOVING_SPEED) a
 its projection travels at least `min_travel_px`: the object's track in the video (centroid of the
 largest region that looks like it near anywhere the sim ever projects it) is compared with its
 projected sim track (frames where it is not much occluded) shifted by -S..S frames (`max_shift_s`);
-the error at each shift is the median distance between the two tracks, averaged over the views. The
+the error at each shift is the median distance between the two tracks over the frames near the
+sim's motion (still frames match at every shift and would hide a delay), averaged over the views. The
 shift with the smallest error is the object's time shift, unless it improves on no shift by less
 than `min_gain` (or a pixel): then it is 0. The metric is the largest absolute shift over the
 objects, in seconds. The evidence names the frames where the sim's motion starts and stops and the
@@ -54,10 +55,25 @@ def unoccluded(areas: np.ndarray, min_area: float) -> np.ndarray:
     return (areas >= min_area) & (areas >= UNOCCLUDED * np.percentile(seen, 90))
 
 
-def track_error(video: np.ndarray, sim: np.ndarray, shift: int) -> tuple[float, int]:
-    """Median distance between video[t] and sim[t - shift] over the frames both exist (and how many)."""
+def moving_frames(sim: np.ndarray, reach: int) -> np.ndarray:
+    """Frames within `reach` frames of one where the projected sim track moves (more than a tenth of
+    a pixel since the frame before). Only these can tell a shift apart: in the still frames every
+    shift matches, and an object that rests most of the episode would otherwise hide any delay."""
+    step = np.linalg.norm(np.diff(sim, axis=0), axis=1)
+    moving = np.zeros(len(sim), bool)
+    moving[1:] = np.isfinite(step) & (step > 0.1)
+    if not moving.any():
+        return moving
+    return np.convolve(moving.astype(np.int32), np.ones(2 * reach + 1, np.int32), mode="same") > 0
+
+
+def track_error(video: np.ndarray, sim: np.ndarray, shift: int, frames: np.ndarray | None = None) -> tuple[float, int]:
+    """Median distance between video[t] and sim[t - shift] over the frames both exist (and how many),
+    counting only the frames `frames` marks when given."""
     n = len(video)
     t = np.arange(max(0, shift), min(n, n + shift))
+    if frames is not None:
+        t = t[frames[t]]
     if len(t) == 0:
         return float("inf"), 0
     d = np.linalg.norm(video[t] - sim[t - shift], axis=1)
@@ -97,7 +113,7 @@ def run(ctx: CheckContext) -> CheckResult:
         timed += 1
         errors = {}
         for s in range(-max_shift, max_shift + 1):
-            per_view = [track_error(video, sim, s) for sim, video, _ in tracks.values()]
+            per_view = [track_error(video, sim, s, moving_frames(sim, max_shift)) for sim, video, _ in tracks.values()]
             if all(n >= 5 for _, n in per_view):
                 errors[s] = float(np.mean([e for e, _ in per_view]))
         if 0 not in errors:

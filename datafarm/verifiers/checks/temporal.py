@@ -7,8 +7,9 @@ out, so the still parts of the scene do not dilute the comparison). A frame whos
 neighbouring sim frame's moving silhouette better than its own, by more than `min_gain` (share of the
 silhouette traced within `edge_radius_px`), is out of step: a dropped frame puts every later frame
 one step ahead, a repeated one one step behind, a lagging render behind throughout. Frames whose
-silhouettes hardly move (`min_moving_px`) cannot be timed and are skipped. The metric counts the
-frames out of step plus the frames missing or extra against the episode's steps. The evidence lists
+silhouettes hardly move (`min_moving_px`) cannot be timed and are skipped. Only runs of MIN_RUN or
+more consecutive frames out of step in one direction count (a lone frame is noise; a timing defect
+shifts every frame after it). The metric counts those frames plus the frames missing or extra against the episode's steps. The evidence lists
 the chunk seams (render.json joins) with the video's frame-to-frame change there against its
 neighbours'.
 """
@@ -21,6 +22,9 @@ from datafarm.artifacts.admission import CheckResult, Evidence
 from datafarm.renderers.control import segment_outlines
 from datafarm.verifiers.checks.base import CheckContext, crops_list, frames_list
 from datafarm.verifiers.checks.views import edge_distance
+
+MIN_RUN = 3
+"""Consecutive timed frames out of step (same direction) that count as a timing defect (see `sustained`)."""
 
 PARAMETERS = ("max_step", "min_gain", "edge_radius_px", "min_moving_px")
 """The settings this check reads from its spec."""
@@ -66,6 +70,23 @@ def timing_scores(ctx: CheckContext, reach: int, radius: float, min_moving: floa
     return scores
 
 
+def sustained(frames: list[int], direction: np.ndarray, timed: np.ndarray) -> list[int]:
+    """The frames of `frames` that lie in a run of at least MIN_RUN consecutive timed frames out of
+    step in the same direction. A dropped or repeated frame shifts every later frame, and a lagging
+    render every frame, so real defects make long runs; a lone frame whose edges happen to fit a
+    neighbour a little better (texture, blur, a near-still pose) is measurement noise."""
+    order = {int(t): i for i, t in enumerate(timed)}
+    keep: list[int] = []
+    run: list[int] = []
+    for t in frames:
+        if run and (order[t] != order[run[-1]] + 1 or direction[t] != direction[run[-1]]):
+            keep += run if len(run) >= MIN_RUN else []
+            run = []
+        run.append(t)
+    keep += run if len(run) >= MIN_RUN else []
+    return keep
+
+
 def run(ctx: CheckContext) -> CheckResult:
     """The temporal check (see the module docstring)."""
     ev = ctx.evidence
@@ -77,7 +98,8 @@ def run(ctx: CheckContext) -> CheckResult:
     filled = np.where(np.isfinite(scores), scores, -np.inf)
     best = np.argmax(filled, axis=1)
     gains = filled[np.arange(steps), best] - np.where(timed, own, np.inf)
-    out_of_step = [t for t in range(steps) if timed[t] and best[t] != reach and gains[t] > ctx.param("min_gain")]
+    stray = [t for t in range(steps) if timed[t] and best[t] != reach and gains[t] > ctx.param("min_gain")]
+    out_of_step = sustained(stray, np.sign(best - reach), np.nonzero(timed)[0])
     missing = max([abs(n - steps) for n in ctx.analysis.frame_counts.values()] + [0])
     metric = len(out_of_step) + missing
     evidence = []
@@ -101,8 +123,10 @@ def run(ctx: CheckContext) -> CheckResult:
                                       f"sim (best-fitting sim frame offsets {offsets}); first at frame {t} (green: its "
                                       f"own sim silhouette, magenta: the one it fits)"))
     else:
-        evidence.append(Evidence(note=f"each of the {int(timed.sum())} timed frames fits its own sim frame at least "
-                                      f"as well as its neighbours (±{reach})"))
+        lone = f"; {len(stray)} lone frames fit a neighbour better, in no run of {MIN_RUN} or more" if stray else ""
+        evidence.append(Evidence(frames=frames_list(stray),
+                                 note=f"no run of {MIN_RUN} or more of the {int(timed.sum())} timed frames fits a "
+                                      f"neighbouring sim frame (±{reach}) better than its own{lone}"))
     for problem in ctx.analysis.problems:
         evidence.append(Evidence(note=f"video does not fit the episode: {problem}"))
     return ctx.result(metric, evidence)
