@@ -21,14 +21,17 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -c "import cv2, cv2.aruco, sapien, av, pyarrow" || (echo "dependency import check failed" >&2; exit 1)
 	@touch $(STAMP)
 
-# Compiles the example request into a fresh task folder under $(DEMO_OUT) (removed first), then
-# verifies and shows its ledger. Exit code 5 means a stage rejected its input: compile says which and
-# the ledger records it, so the demo still shows the ledger; any other failure stops the demo.
+# Compiles the example request into a fresh task folder under $(DEMO_OUT) (removed first) through every
+# stage, verifies the ledger's hash chain, shows its last entries, and ends with `datafarm admit`, which
+# exits 0 only for a complete, unmodified, fully recorded and reviewed dataset. If a stage rejects its
+# input (compile exit 5), compile says which and the ledger records it; the ledger is still shown, and
+# admit then lists what is missing and fails the demo.
 demo: setup
 	@rm -rf $(DEMO_OUT)
 	$(BIN)/datafarm compile examples/nest_cups/request.yaml --out $(DEMO_OUT) || [ $$? -eq 5 ]
 	$(BIN)/datafarm ledger verify $(DEMO_OUT)/*/
-	$(BIN)/datafarm ledger show $(DEMO_OUT)/*/
+	$(BIN)/datafarm ledger show $(DEMO_OUT)/*/ --last 12
+	$(BIN)/datafarm admit $(DEMO_OUT)/*/
 
 # The whole suite, slow end-to-end tests included.
 test: setup

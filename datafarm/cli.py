@@ -110,6 +110,7 @@ def compile_(
 ) -> None:
     """Compile a request into its task folder."""
     from datafarm.compiler import compile_request
+    from datafarm.taskdir import describe
 
     with _progress_reporter("validating the request and decoding the calibration clip...") as progress:
         result = compile_request(
@@ -140,6 +141,9 @@ def compile_(
             raise typer.Exit(code=5)
     else:
         out.print("compile finished every stage")
+    out.print(f"task folder {result.task_dir.root} holds:")
+    for line in describe(result.task_dir):
+        out.print(f"  {line}", highlight=False, markup=False)
 
 
 @app.command()

@@ -124,3 +124,36 @@ class TaskDir:
     def episode(self, episode_id: str) -> Path:
         """Folder of one admitted episode."""
         return self.episodes_dir / episode_id
+
+
+FOLDER_GUIDE: tuple[tuple[str, str], ...] = (
+    ("grounding.json", "G, the grounded scene"),
+    ("qualification.json", "simulator qualification (probes per variant)"),
+    ("contract.yaml", "T, the task contract"),
+    ("sampler.yaml", "S, the per-episode variation sampler"),
+    ("batch.yaml", "B, episode count, seeds and retry budgets"),
+    ("judge/spec.json", "J, the frozen judge (lock.json holds its hash)"),
+    ("expert/manifest.json", "C, the expert controller and its dev-seed results"),
+    ("render_contract.yaml", "R, the render contract"),
+    ("verifier/calibration.json", "the verifier spec's calibration matrix"),
+    ("certificate.json", "the admission certificate (dataset digest)"),
+    ("ledger.jsonl", "the hash-chained ledger of every step"),
+)
+"""Files a finished task folder holds, with what each one is (for the summary compile prints)."""
+
+
+def describe(task: TaskDir) -> list[str]:
+    """One line per artifact present in the task folder (path and what it is), then episode and attempt
+    counts: what a user looks at first after compile."""
+    lines = [f"{name:27s} {what}" for name, what in FOLDER_GUIDE if (task.root / name).is_file()]
+    episodes = [p for p in task.episodes_dir.glob("*") if (p / "episode.json").is_file()]
+    if episodes:
+        admitted = sum((p / "admission.json").is_file() for p in episodes)
+        rendered = sum((p / "obs").is_dir() for p in episodes)
+        lines.append(f"{'episodes/':27s} {len(episodes)} judged episodes ({rendered} rendered to obs/ and sim/ videos, "
+                     f"{admitted} admitted)")
+    if task.attempts_dir.is_dir():
+        attempts = [p for p in task.attempts_dir.iterdir() if p.is_dir()]
+        lines.append(f"{'attempts/':27s} {len(attempts)} other attempts (dev-seed rollouts, rejected or superseded "
+                     "work), each with its reason")
+    return lines
