@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from datafarm.agents.errors import MissingKeyError, ProviderError, ProviderResponseError
+from datafarm.agents.errors import ProviderResponseError
 from datafarm.agents.messages import (
     ImagePart,
     Message,
@@ -23,9 +23,8 @@ from datafarm.agents.messages import (
     ToolResult,
     Usage,
 )
-from datafarm.agents.providers.base import ProviderSettings, provider_spec, register_provider
-from datafarm.agents.providers.sdk_errors import convert_sdk_error
-from datafarm.agents.secrets import read_key, redact_obj
+from datafarm.agents.providers.base import ProviderSettings, register_provider
+from datafarm.agents.providers.sdk_provider import SdkProvider
 
 NAME = "openai"
 KEY_ENV = "OPENAI_API_KEY"
@@ -134,47 +133,19 @@ def from_wire(completion: Any, model: str) -> ModelResponse:
     )
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(SdkProvider):
     """OpenAI Chat Completions via the official SDK (one attempt per `complete`)."""
 
     name = NAME
+    key_env = KEY_ENV
+    sdk_module = "openai"
+    client_class = "OpenAI"
+    error_class = "OpenAIError"
+    to_wire = staticmethod(to_wire)
+    from_wire = staticmethod(from_wire)
 
-    def __init__(self, model: str, settings: ProviderSettings, role: str | None = None) -> None:
-        import openai
-
-        key = read_key(KEY_ENV)
-        if key is None:
-            raise MissingKeyError(NAME, KEY_ENV, role)
-        self.model = model
-        """Model name, e.g. `gpt-4o-mini`."""
-        self.price_model = model
-        """Priced under its own name."""
-        self.settings = settings
-        """Timeout, token limit, base URL."""
-        self._sdk = openai
-        self._client = openai.OpenAI(
-            api_key=key,
-            base_url=provider_spec(NAME).base_url(settings),
-            timeout=settings.timeout_s,
-            max_retries=0,
-        )
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatProvider(model={self.model!r})"
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """One Chat Completions call (any API key value is redacted from what is sent: a key a model
-        echoed would otherwise reach the SDK's DEBUG log of request bodies)."""
-        failure: ProviderError | None = None
-        try:
-            completion = self._client.chat.completions.create(**redact_obj(to_wire(request, self.model)))
-        except self._sdk.OpenAIError as error:
-            failure = convert_sdk_error(self._sdk, error, provider=NAME, model=self.model, timeout_s=self.settings.timeout_s)
-            if failure is None:
-                failure = ProviderResponseError(f"{NAME} {self.model}: {type(error).__name__}", provider=NAME, model=self.model)
-        if failure is not None:
-            raise failure  # outside the except block: the SDK exception is not chained
-        return from_wire(completion, self.model)
+    def _send(self, **kwargs: Any) -> Any:
+        return self._client.chat.completions.create(**kwargs)
 
 
 @register_provider(
