@@ -7,6 +7,7 @@ manifest) fails the test suite. A change to K is a new folder `k<N+1>`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -162,6 +163,17 @@ def load(version: str | None = None, *, check: bool = True) -> CapabilityBundle:
                 + "\nA released K never changes: put the change in a new version folder."
             )
     return bundle
+
+
+@functools.cache
+def latest_with(relative: str) -> CapabilityBundle:
+    """The newest released K bundle that ships `relative` (e.g. `probes.yaml`), checked against its
+    manifest: what a caller with no task (hence no `capability.lock`) in hand reads that file from.
+    IntegrityError when no release ships it."""
+    for version in reversed(available_versions()):
+        if (BUNDLES_DIR / version / relative).exists():
+            return load(version)
+    raise IntegrityError(f"no released capability bundle in {BUNDLES_DIR} ships {relative}")
 
 
 def write_manifest(version: str, released: str, description: str) -> CapabilityManifest:

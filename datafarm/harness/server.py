@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import Field
 
 from datafarm.artifacts.base import Artifact
-from datafarm.capability.bundle import BUNDLES_DIR
+from datafarm.capability.bundle import BUNDLES_DIR, latest_with
 from datafarm.errors import input_error
 from datafarm.harness import sandbox as sandbox_registry
 from datafarm.harness.commands import CommandExecutor, CommandLimits, Done, SimTimeLimit
@@ -54,8 +54,6 @@ from datafarm.harness.sandbox.result import LIMIT_CAUSES
 from datafarm.harness.session import SimSession
 from datafarm.hashing import sha256_tree
 
-HARNESS_API_K_VERSION = "k2"
-"""The first K version that ships the harness API module."""
 API_MODULE = "datafarm_expert.py"
 """The module experts import (`from datafarm_expert import Harness`)."""
 FATAL_GRACE_SECONDS = 0.2
@@ -66,8 +64,11 @@ READ_GRACE_SECONDS = 5.0
 (the sandbox monitor kills the run at the deadline, which closes it)."""
 
 
-def harness_api_dir(k_version: str = HARNESS_API_K_VERSION) -> Path:
-    """The folder of K `k_version`'s harness API (copied next to every controller)."""
+def harness_api_dir(k_version: str | None = None) -> Path:
+    """The folder of K `k_version`'s harness API (copied next to every controller); by default that
+    of the newest release that ships one."""
+    if k_version is None:
+        return latest_with(f"harness_api/{API_MODULE}").root / "harness_api"
     return BUNDLES_DIR / k_version / "harness_api"
 
 

@@ -18,15 +18,13 @@ import jinja2.sandbox
 
 from datafarm.artifacts.grounding import Grounding
 from datafarm.artifacts.render_contract import RenderContract
-from datafarm.capability.bundle import BUNDLES_DIR, CapabilityBundle
+from datafarm.capability.bundle import CapabilityBundle, latest_with
 from datafarm.errors import InputError, Problem
 from datafarm.hashing import sha256_bytes
 from datafarm.renderers.layout import CanvasLayout
 
 VIDEO_PROMPT = "render_templates/video_prompt.j2"
 """K's template for the video-model prompt."""
-DRAFT_TEMPLATES = BUNDLES_DIR / "k2"
-"""The K folder whose render templates are used when no bundle is given (the draft of the next release)."""
 PIPELINE_VARIABLES = ("view_count", "layout", "robot", "task", "scene", "objects", "variation")
 """Template variables the pipeline fills; R may not set them."""
 
@@ -55,10 +53,12 @@ class TemplateSource:
     sandboxed Jinja2 environment the bundle uses."""
 
     def __init__(self, source: CapabilityBundle | Path | str | None = None) -> None:
+        if source is None:
+            source = latest_with(VIDEO_PROMPT)
         if isinstance(source, CapabilityBundle):
             self.root, self.version = source.root, source.version
         else:
-            self.root = Path(source) if source is not None else DRAFT_TEMPLATES
+            self.root = Path(source)
             self.version = self.root.name
         self._env = jinja2.sandbox.SandboxedEnvironment(
             loader=jinja2.FileSystemLoader(str(self.root)), undefined=jinja2.StrictUndefined,

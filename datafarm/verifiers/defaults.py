@@ -1,8 +1,8 @@
 """K's verifier defaults (`verifier_defaults.yaml`): per check its metric, direction, threshold, the
 stage a failure routes to and its settings, plus settings every check shares.
 
-A task's pinned K supplies the file when it carries one; until a release does, the draft K folder
-(`DRAFT_K_VERSION`) holds it, as it does the probe library.
+A task's pinned K supplies the file when it ships one; with no bundle given, the newest release that
+ships it does (k2 is the first).
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ from datafarm.artifacts.admission import VerifierCheck
 from datafarm.artifacts.base import Artifact
 from datafarm.artifacts.common import FiniteFloat
 from datafarm.artifacts.stages import Stage
-from datafarm.capability.bundle import BUNDLES_DIR, CapabilityBundle
+from datafarm.capability.bundle import CapabilityBundle, latest_with
 from datafarm.errors import InputError, Problem
 from datafarm.hashing import sha256_bytes
 
 DEFAULTS_FILE = "verifier_defaults.yaml"
 """Where a K version keeps the verifier defaults."""
-DRAFT_K_VERSION = "k2"
-"""The K version whose (draft) folder holds the defaults until a release carries them."""
 
 Direction = Literal["max", "min"]
 """How a metric is compared with its threshold: `max` passes when metric <= threshold, `min` when metric >= threshold."""
@@ -98,13 +96,14 @@ def parse_defaults(text: str, source: str = DEFAULTS_FILE) -> VerifierDefaults:
 
 
 def load_defaults(source: CapabilityBundle | Path | str | None = None) -> LoadedDefaults:
-    """The verifier defaults of a K bundle (its own file when it has one, else the draft K's), of a
-    file path, or (default) of the draft K folder."""
-    if isinstance(source, CapabilityBundle) and (source.root / DEFAULTS_FILE).is_file():
+    """The verifier defaults of a K bundle (its own file when it has one, else those of the newest
+    release that ships one), of a file path, or (default) of the newest release that ships them."""
+    if source is None or (isinstance(source, CapabilityBundle) and not (source.root / DEFAULTS_FILE).is_file()):
+        source = latest_with(DEFAULTS_FILE)
+    if isinstance(source, CapabilityBundle):
         text, version = source.read_text(DEFAULTS_FILE), source.version
     else:
-        path = (Path(source) if source is not None and not isinstance(source, CapabilityBundle)
-                else BUNDLES_DIR / DRAFT_K_VERSION / DEFAULTS_FILE)
+        path = Path(source)
         if not path.is_file():
             raise InputError([Problem("verifier defaults not found", file=path)])
         text, version = path.read_text(encoding="utf-8"), path.parent.name

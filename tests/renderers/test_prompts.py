@@ -11,12 +11,13 @@ import pytest
 import yaml
 
 from datafarm.artifacts.grounding import Grounding
+from datafarm.capability.bundle import latest_with
 from datafarm.capability.bundle import load as load_bundle
 from datafarm.errors import InputError
 from datafarm.renderers import render_episode
 from datafarm.renderers.demo import write_demo_episode
 from datafarm.renderers.layout import make_layout
-from datafarm.renderers.prompts import DRAFT_TEMPLATES, VIDEO_PROMPT, TemplateSource, video_prompt
+from datafarm.renderers.prompts import VIDEO_PROMPT, TemplateSource, video_prompt
 from tests.renderers.helpers import TASK, contract, contract_data
 
 
@@ -37,7 +38,7 @@ def test_the_prompt_is_k_s_template_filled_with_the_episode_s_variables(groundin
     g = grounding
     layout = make_layout(["front", "left", "right"], 320, 240)
     prompt = video_prompt(contract("ood"), g, layout, TASK, {"tablecloth": "red_check", "light_colour": "warm"})
-    template = (DRAFT_TEMPLATES / VIDEO_PROMPT).read_text()
+    template = (latest_with(VIDEO_PROMPT).root / VIDEO_PROMPT).read_text()
     assert prompt.k_version == "k2" and prompt.template == VIDEO_PROMPT
     assert prompt.text.startswith("A 3-view video of a robot workspace, all views tiled on one canvas (2 x 2 grid")
     for words in ("Pick up the red cup and place it inside the blue cup.", "two AgileX PiPER arms",

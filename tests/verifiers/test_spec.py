@@ -30,13 +30,13 @@ def test_k_defaults_name_every_arm_track_check_with_a_direction_and_threshold() 
 def test_k_defaults_give_each_check_exactly_the_settings_it_reads(tmp_path: Path, grounding) -> None:
     import yaml
 
-    from datafarm.capability.bundle import BUNDLES_DIR
+    from datafarm.capability.bundle import latest_with
     from datafarm.verifiers.checks import PARAMETERS
-    from datafarm.verifiers.defaults import DEFAULTS_FILE, DRAFT_K_VERSION
+    from datafarm.verifiers.defaults import DEFAULTS_FILE
 
     loaded = load_defaults()
     assert {c: set(d.parameters) for c, d in loaded.defaults.checks.items()} == {c: set(p) for c, p in PARAMETERS.items()}
-    data = yaml.safe_load((BUNDLES_DIR / DRAFT_K_VERSION / DEFAULTS_FILE).read_text())
+    data = yaml.safe_load((latest_with(DEFAULTS_FILE).root / DEFAULTS_FILE).read_text())
     del data["checks"]["background"]["parameters"]["search_px"]
     broken = tmp_path / DEFAULTS_FILE
     broken.write_text(yaml.safe_dump(data))
