@@ -9,7 +9,9 @@ the cheats a judge must reject (DESIGN stage 4):
 | `penetration` | the goal object is carried on a straight line from where it was picked to where it ends, through whatever lies between (a container's wall, a scale's housing) |
 
 The goal object is the first object the contract's success condition places (`inside`, `on`,
-`above`), else the first one it has `grasped`. Every shortcut is checked against a reference judge
+`above`), else the first one it has `grasped`, else the first one it counts contacts with (a struck
+drum). A goal object that is only touched teleports by jumping up to meet the robot just before the
+first touch. A one-stage contract (strike the drum) has no intermediate stage, so no `stage_skipped`. Every shortcut is checked against a reference judge
 made from T (K's default thresholds) to really show its cheat; a trajectory from which a shortcut
 cannot be made raises ValueError naming why.
 """
@@ -42,23 +44,30 @@ from datafarm.harness.judge.trajectory import Contact, ObjectTrack, Trajectory
 
 SHORTCUT_NAMES = ("teleport", "stage_skipped", "success_too_brief", "penetration")
 """The canned shortcuts, in the order `canned_shortcuts` returns them."""
+STILL_M = 0.005
+"""A goal object that never moves further than this from its start is only touched, not carried."""
+JUMP_M = 0.03
+"""How far a touched-only goal object jumps in the `teleport` shortcut, metres."""
 _REFERENCE_INVARIANTS = [
     {"shortcut": "teleport"}, {"shortcut": "penetration"}, {"shortcut": "stage_skipped"},
 ]
 
 
 def canned_shortcuts(good: Trajectory, grounding: Grounding, contract: TaskContract) -> list[tuple[str, Trajectory]]:
-    """The four canned shortcut trajectories made from `good`, which must pass T's own stages and success."""
+    """The canned shortcut trajectories made from `good` (which must pass T's own stages and success):
+    all four, less `stage_skipped` for a one-stage contract."""
     reference = evaluate(contract_judge(contract), good)
     if not reference.passed:
         raise ValueError(f"the good trajectory does not do the task as the contract states it: {reference.reason}")
     goal = goal_object(contract, grounding)
-    return [
-        ("teleport", _teleport(good, goal, reference, contract)),
-        ("stage_skipped", _stage_skipped(good, contract)),
+    out = [("teleport", _teleport(good, goal, reference, contract))]
+    if len(contract.stages) > 1:  # a one-stage contract has no intermediate stage to leave out
+        out.append(("stage_skipped", _stage_skipped(good, contract)))
+    out += [
         ("success_too_brief", _success_too_brief(good, contract, reference)),
         ("penetration", _penetration(good, goal, contract)),
     ]
+    return out
 
 
 def contract_judge(contract: TaskContract, invariants: list[dict] | None = None) -> JudgeSpec:
@@ -84,7 +93,15 @@ def goal_object(contract: TaskContract, grounding: Grounding) -> str:
                     obj = leaf.object.partition(".")[0]
                     if obj in ids:
                         return obj
-    raise ValueError("the contract places no object (no inside/on/above/grasped in its success or stages)")
+    for cond in conditions:  # a task that only touches an object (strike a drum): the object touched
+        for leaf in _positive_leaves(cond):
+            if isinstance(leaf, ContactCount):
+                for side in (leaf.a, leaf.b):
+                    obj = side.partition(".")[0]
+                    if obj in ids:
+                        return obj
+    raise ValueError("the contract places or touches no object (no inside/on/above/grasped/contact_count of an "
+                     "object of G in its success or stages)")
 
 
 def _positive_leaves(cond: Artifact) -> Iterator[Artifact]:
@@ -161,6 +178,17 @@ def _teleport(good: Trajectory, goal: str, reference: JudgeVerdict, contract: Ta
     n = good.n_steps
     track = good.objects[goal]
     pose, lin, ang = track.pose.copy(), track.linear_velocity.copy(), track.angular_velocity.copy()
+    if np.linalg.norm(track.pose[:, :3] - track.pose[0, :3], axis=1).max() < STILL_M:
+        # Only touched, never carried (a drum that is struck): it jumps up to meet the robot just
+        # before the first touch and back, untouched at the jump.
+        touch = spans[0][0]
+        jump = max(1, touch - 3)
+        if touch - jump < 1:
+            raise ValueError(f"the robot touches {goal!r} from the first step: no untouched moment to jump in")
+        pose[jump:touch, 2] += JUMP_M
+        lin[jump:touch] = 0.0
+        ang[jump:touch] = 0.0
+        return _check("teleport", _with_object(good, goal, pose, lin, ang), contract, "teleport")
     release = spans[-1][1]
     if release < n:
         # Let go right after the stage before the placing one completed; the object appears where it

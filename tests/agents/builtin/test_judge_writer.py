@@ -167,7 +167,7 @@ def test_a_contract_naming_what_g_lacks_is_refused() -> None:
 
 def test_drumming_with_the_gripper_is_judged_by_contacts_with_the_robot() -> None:
     """No tool in G: the strikes are the robot's own contacts with the head. J covers T and passes good
-    work, but no canned shortcut can be made (no object is moved, so none can be teleported)."""
+    work and rejects the canned shortcuts a strike task allows; a judge without the teleport invariant is refused."""
     g = grounding([drum_obj("drum", (0.15, 0.0)), block("cube", [0.2, 0.2, 0.8], 0.03, (0.0, 0.3), nouns=[])], arms=1)
     text = "Strike the drum repeatedly."
     t = contract_for(read_task(text, g), g, text)
@@ -181,8 +181,15 @@ def test_drumming_with_the_gripper_is_judged_by_contacts_with_the_robot() -> Non
     assert len(strikes) == 3
     fewer = good.copy(contacts=[c for c in good.contacts if c is not strikes[-1]])  # only two strikes
     assert not evaluate(j, fewer).passed
-    with pytest.raises(ValueError, match="places no object"):
-        canned_shortcuts(good, g, t)
+    shortcuts = canned_shortcuts(good, g, t)
+    # a one-stage task has no stage to skip; the struck drum jumps up to meet the gripper instead of being carried
+    assert [name for name, _ in shortcuts] == ["teleport", "success_too_brief", "penetration"]
+    jumped = dict(shortcuts)["teleport"].objects["drum"].pose[:, 2]
+    assert jumped.max() - jumped.min() >= 0.03 - 1e-9
+    assert accept_judge(j, good, shortcuts, contract=t).accepted
+    lax = j.model_copy(update={"invariants": [i for i in j.invariants if i.shortcut != "teleport"]})
+    report = accept_judge(lax, good, shortcuts, contract=t)
+    assert not report.accepted and "teleport" in report.reason
 
 
 @pytest.mark.parametrize("seed", range(0, 60, 5))
