@@ -475,7 +475,8 @@ _FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
                           "open_margin": 0.012, "handle_release_gap": 0.004, "close_by_pushing": True, "closed_below": 0.002, "close_overshoot": 0.003,
                           "push_gap": 0.004, "push_depth": 0.015, "push_rise": 0.05,
                           "push_tilts": [45.0, 30.0, 60.0, 15.0, 0.0, 75.0],
-                          "drawer_place_x": 0.0, "drawer_carry_clearance": 0.012},
+                          "drawer_place_x": 0.0, "drawer_carry_clearance": 0.012, "drawer_toward_arm": 1.0,
+                          "drawer_wall_gap": 0.006},
 }
 
 

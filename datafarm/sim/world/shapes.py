@@ -49,6 +49,10 @@ class ShapeSpec:
     """Rotation of the shape about the frame's z axis, radians (cup wall segments)."""
     max_contact_offset: float | None = None
     """Cap on the shape's contact offset, metres (thin parts near other surfaces; see `cup_shapes`)."""
+    faceted: bool = False
+    """Collide as a faceted convex hull of the primitive rather than the exact one (solid round bodies
+    that can roll; see `bodies.sphere_hull`): the flat facets stand in for the contact patch that
+    gives a real round object its rolling resistance, which PhysX does not model."""
 
     @property
     def volume(self) -> float:
@@ -72,15 +76,16 @@ def box_shapes(obj: BoxObject) -> list[ShapeSpec]:
 
 
 def cylinder_shapes(obj: CylinderObject) -> list[ShapeSpec]:
-    """A solid cylinder standing on its base (its axis along the object's z)."""
+    """A solid cylinder standing on its base (its axis along the object's z), faceted: it can be laid
+    on its side and would roll."""
     h = obj.height.value
-    return [ShapeSpec("cylinder", (obj.radius.value, h / 2), (0.0, 0.0, h / 2))]
+    return [ShapeSpec("cylinder", (obj.radius.value, h / 2), (0.0, 0.0, h / 2), faceted=True)]
 
 
 def sphere_shapes(obj: SphereObject) -> list[ShapeSpec]:
-    """A sphere resting on its lowest point."""
+    """A sphere resting on its lowest point, faceted (see `ShapeSpec.faceted`)."""
     r = obj.radius.value
-    return [ShapeSpec("sphere", (r,), (0.0, 0.0, r))]
+    return [ShapeSpec("sphere", (r,), (0.0, 0.0, r), faceted=True)]
 
 
 def cup_shapes(obj: CupObject) -> list[ShapeSpec]:

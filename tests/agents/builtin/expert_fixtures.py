@@ -105,20 +105,18 @@ def _moves(*objects: str, xy: float = 0.02, yaw: float = 0.3, level: bool = Fals
 CASES: dict[str, FamilyCase] = {
     "nest": FamilyCase("nest", nest_grounding, contract_from_text("Nest the red cup in the blue cup."),
                        lambda: _moves("red_cup", "blue_cup")),
-    # a ball rolls on a tilted table (PhysX has no rolling resistance): S keeps this table level
+    # S's default table tilt: the apple's faceted hull stays put on it (datafarm.sim.world.bodies)
     "weigh": FamilyCase("weigh", weigh_grounding, contract_from_text("Weigh the apple on the scale."),
                         lambda: SamplerSpec(objects=[ObjectPlacement(object="apple", x=(-0.02, 0.02), y=(-0.02, 0.02)),
                                                      ObjectPlacement(object="scale", x=(-0.01, 0.01), y=(-0.01, 0.01),
-                                                                     yaw=(-0.2, 0.2))],
-                                            table_tilt=(0.0, 0.0))),
+                                                                     yaw=(-0.2, 0.2))])),
     "drum": FamilyCase("drum", drum_only_grounding, contract_from_text("Beat the drum three times."), lambda: _moves("drum")),
-    # the drawer's slide has no friction: on a tilted table it slides open or shut by itself
+    # S's default table tilt: the drawer's slide friction holds it where it is left
     "drawer": FamilyCase("drawer", low_drawer_grounding,
                          contract_from_text("Open the drawer, put the red block inside and close the drawer."),
                          lambda: SamplerSpec(objects=[ObjectPlacement(object="red_block", x=(-0.02, 0.02), y=(-0.02, 0.02),
                                                                       yaw=(-0.4, 0.4)),
-                                                      ObjectPlacement(object="cabinet", x=(-0.01, 0.01), y=(-0.01, 0.01))],
-                                             table_tilt=(0.0, 0.0))),
+                                                      ObjectPlacement(object="cabinet", x=(-0.01, 0.01), y=(-0.01, 0.01))])),
 }
 """The fixture task of each family: the paper-task scenes of the schema tests, T from the builtin
 contract stage's reading of a sentence, J from the builtin judge-writer."""

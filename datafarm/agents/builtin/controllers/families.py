@@ -349,15 +349,27 @@ def drawer_put_inside(scene, task):
     park(scene, opener)
 
     def goal_for(grip, offset):
-        """The middle of the open part of the drawer's cavity, from where the drawer is now."""
+        """A spot in the open part of the drawer's cavity, from where the drawer is now: midway
+        between the carcass front and the drawer front, and across the drawer towards the arm that
+        holds the item (by `drawer_toward_arm` of the way from the middle to as near as the open
+        fingers can go to the side wall): a far corner of the cavity can be out of that arm's reach."""
         c_p, c_r = scene.pose(cid)
         opening = scene.drawer_opening(cid)
         x0 = task["front_x"]  # the carcass front ...
         x1 = task["interior_max"][0] + opening  # ... to the drawer front's inner face
         if x1 - x0 < 2 * task["item_extent"]:
             return None
-        local = np.array([0.5 * (x0 + x1) + params["drawer_place_x"],
-                          0.5 * (task["interior_min"][1] + task["interior_max"][1]),
+        lo, hi = task["interior_min"][1], task["interior_max"][1]
+        middle = 0.5 * (lo + hi)
+        # the fingers open wide to let go, around the item whichever way they close
+        room = max(task["item_extent"], 0.5 * scene.gripper["max_width"] + scene.gripper["finger_thickness"])
+        room += params["drawer_wall_gap"]
+        across = middle
+        if hi - lo > 2 * room:
+            arm_y = float((c_r.T @ (scene.base(grip.arm) - c_p))[1])
+            nearest = min(max(arm_y, lo + room), hi - room)
+            across = middle + params["drawer_toward_arm"] * (nearest - middle)
+        local = np.array([0.5 * (x0 + x1) + params["drawer_place_x"], across,
                           task["interior_min"][2] + task["item_half_height"] + params["release_clearance"]])
         return c_p + c_r @ local + np.asarray(params["place_offset"], dtype=float)
 
