@@ -249,7 +249,7 @@ def clip_evidence(grounding: Grounding, clip: Path | str) -> ClipEvidence:
     from datafarm.agents.builtin.vision.charuco import Board
     from datafarm.agents.builtin.vision.objects import find_objects
     from datafarm.agents.builtin.vision.robot import robot_solids
-    from datafarm.agents.builtin.vision.scene import BOARD_MARGIN
+    from datafarm.agents.builtin.vision.scene import BOARD_MARGIN, on_the_table
     from datafarm.agents.builtin.vision.segment import PlaneGrid, View, segment
     from datafarm.sim.world.frames import pose_to_matrix
 
@@ -281,7 +281,9 @@ def clip_evidence(grounding: Grounding, clip: Path | str) -> ClipEvidence:
         flat = flat_img > 0
     seg = segment(views, grid, flat)
     refs = {n: (cam, source) for n, (cam, source) in references.items() if source}
-    return ClipEvidence(names, seg, find_objects(seg), refs, problems)
+    # what stands past the table's edge (the floor seen beyond it) or over an arm base is no object
+    found, _ = on_the_table(find_objects(seg), seg, bases)
+    return ClipEvidence(names, seg, found, refs, problems)
 
 
 def check_grounding(grounding: Grounding | Path | str, clip: Path | str,

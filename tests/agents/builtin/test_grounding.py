@@ -133,6 +133,16 @@ def test_a_mention_keeps_a_kind_only_where_the_shape_allows() -> None:
     assert [(m.head, m.other) for m in mentions("nest a cup in another")] == [("cup", False), ("cup", True)]
 
 
+def test_an_object_the_text_names_by_colour_takes_the_texts_colour_word_into_its_id() -> None:
+    shaded_orange = (0.62, 0.4, 0.18)  # a shaded orange cup reads as brown in the clip
+    cups = [found("cylinder", shaded_orange, (0.09, 0.09, 0.08), {"cylinder": 0.92, "box": 0.86, "sphere": 0.7}),
+            found("cylinder", (0.9, 0.8, 0.2), (0.06, 0.06, 0.07), {"cylinder": 0.93, "box": 0.85, "sphere": 0.7}, x=0.1)]
+    assert colour_word(shaded_orange) == "brown"
+    named = name_objects(cups, "Into the orange cup, nest the yellow mug.")
+    assert [n.colour_word for n in named] == ["orange", "yellow"]
+    assert name_objects(cups, "Nest the small cup in the big cup.")[0].colour_word == "brown"  # no colour said
+
+
 @pytest.mark.parametrize(("rgb", "word"), [((0.58, 0.24, 0.24), "red"), ((0.24, 0.38, 0.57), "blue"),
                                            ((0.6, 0.5, 0.38), "brown"), ((0.28, 0.53, 0.34), "green"),
                                            ((0.37, 0.37, 0.4), "grey"), ((0.9, 0.8, 0.2), "yellow"),

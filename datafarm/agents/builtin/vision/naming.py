@@ -51,11 +51,14 @@ class Named:
     """Task-text noun phrases linked to it (empty for a distractor)."""
     word: str = ""
     """The noun its id is made from."""
+    said_colour: str = ""
+    """The colour word the task text names it by (empty when the text gives none)."""
 
     @property
     def colour_word(self) -> str:
-        """A basic colour word for its colour."""
-        return colour_word(self.found.colour)
+        """The text's colour word for it when the text gives one (a shaded orange reads as brown to
+        `colour_word`, but the id should say what the text says), else a basic word for its colour."""
+        return self.said_colour or colour_word(self.found.colour)
 
 
 HUE_WORDS = ((15, "red"), (40, "orange"), (70, "yellow"), (170, "green"), (200, "cyan"), (255, "blue"),
@@ -201,3 +204,5 @@ def _link(n: Named, m: Mention) -> None:
             n.nouns.append(noun)
     if not n.word:
         n.word = head
+    if m.colours and not n.said_colour:
+        n.said_colour = m.colours[0]

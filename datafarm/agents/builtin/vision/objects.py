@@ -316,9 +316,11 @@ def fit_kind(seg: Segmentation, evidence: Sequence[ViewEvidence], region: Region
     w, h = max(w, 0.01), max(h, 0.01)
     top = float(np.percentile(region.heights, 90))
     starts: list[tuple[np.ndarray, np.ndarray]]
+    # steps of a centimetre suit the objects a gripper handles; a cabinet's loose hull needs longer ones
+    reach = max(0.01, 0.08 * max(w, h))
     if kind == "box":
         yaw = math.radians(angle)
-        starts = [(np.array([cx, cy, yaw + d, 0.8 * w, 0.8 * h, 0.85 * top]), np.array([0.01, 0.01, 0.2, 0.01, 0.01, 0.01]))
+        starts = [(np.array([cx, cy, yaw + d, 0.8 * w, 0.8 * h, 0.85 * top]), np.array([reach, reach, 0.2, reach, reach, reach]))
                   for d in (0.0, math.pi / 4)]
     elif kind == "cylinder":
         r = 0.4 * math.sqrt(w * h)

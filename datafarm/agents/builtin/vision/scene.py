@@ -213,6 +213,47 @@ def _standing_extent(found: Sequence[FoundObject], bases: Sequence[Pose]) -> tup
     return (float(a[:, 0].min()), float(a[:, 0].max()), float(a[:, 1].min()), float(a[:, 1].max()))
 
 
+def on_the_table(found: Sequence[FoundObject], seg: Segmentation,
+                 bases: Sequence[Pose]) -> tuple[list[FoundObject], TableEdges]:
+    """The found objects that stand on the table top, and the top's edges.
+
+    Nothing found over an arm's base is an object. An edge is looked for beyond everything standing
+    on the table, so something found beyond the real edge (the floor seen past a table whose colour
+    it shares: a shade of it to the table model, and, being far below the plane, no agreement between
+    the views there) hides that edge. When a side's edge is not found, it is looked for again beyond the robot alone: if it is found there,
+    objects whose footprint centre lies beyond it cannot rest on the top and are dropped, provided
+    the edges found without them then include that side (the drop explains the missing edge)."""
+    # nothing stands where an arm's base does: an object found there is the robot itself, left over by
+    # a robot mask drawn through a slightly wrong (fitted) camera
+    found = [f for f in found if all(float(np.hypot(*(_centre(f) - np.asarray(b.position[:2])))) > ARM_BASE_HALF
+                                     for b in bases)]
+    edges = table_edges(seg.views, seg.model, _standing_extent(found, bases))
+    missing = [side for side, seen in edges.seen.items() if not seen]
+    if not missing or not found:
+        return found, edges
+    bare = table_edges(seg.views, seg.model, _standing_extent([], bases))
+    beyond: set[int] = set()
+    for side in missing:
+        if not bare.seen[side]:
+            continue
+        axis, sign = (0 if side.startswith("x") else 1), (-1.0 if side.endswith("min") else 1.0)
+        limit = getattr(bare, side)
+        beyond |= {k for k, f in enumerate(found) if sign * float(_centre(f)[axis]) > sign * limit}
+    if not beyond:
+        return found, edges
+    kept = [f for k, f in enumerate(found) if k not in beyond]
+    again = table_edges(seg.views, seg.model, _standing_extent(kept, bases))
+    explained = all(again.seen[side] for side in missing if bare.seen[side])
+    return (kept, again) if explained else (found, edges)
+
+
+def _centre(f: FoundObject) -> np.ndarray:
+    """Centre of a found object's footprint (world x, y)."""
+    from datafarm.agents.builtin.vision.objects import footprint
+
+    return footprint(f.best).mean(axis=0)
+
+
 def _yaw_quaternion(yaw: float) -> list[float]:
     return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
 
@@ -420,9 +461,8 @@ def ground_scene(inputs: SceneInput) -> GroundedScene:
     grid = PlaneGrid.around_origin()
     flat = _board_cells(board, grid) if board is not None else None
     seg = segment(views, grid, flat)
-    found = find_objects(seg)
+    found, edges = on_the_table(find_objects(seg), seg, inputs.robot_base)
     standing = _standing_extent(found, inputs.robot_base)
-    edges = table_edges(seg.views, seg.model, standing)
     extent, seen = table_extent(edges, standing)
     named = name_objects(found, inputs.task)
     ids = _ids(named)

@@ -285,23 +285,31 @@ def _table_colours(samples: np.ndarray, cells: np.ndarray) -> np.ndarray:
                                     cv2.KMEANS_PP_CENTERS)
     labels = labels.ravel()
     overall = float(np.sqrt(where.var(axis=0).mean()))
+    # a colour and its shades are one surface, judged together: a table colour with its lit bands and
+    # shadowed patches lies all over the seed; a large object's lit top and shaded sides (alike in
+    # two views where their projections overlap) lie together in one place, however far one face's
+    # projection smears on its own
+    big = [c for c in range(k) if (labels == c).sum() >= MIN_SHARE * len(labels)]
+    lins = lab_to_linear(centres)
+    group = {c: c for c in big}
+
+    def root(c: int) -> int:
+        while group[c] != c:
+            c = group[c]
+        return c
+
+    for i, a in enumerate(big):
+        for b in big[i + 1:]:
+            if min(float(shade_mismatch(lins[a], lins[b])), float(shade_mismatch(lins[b], lins[a]))) < 1.0:
+                group[root(b)] = root(a)
     keep = []
-    for c in range(k):
-        members = labels == c
-        if members.sum() < MIN_SHARE * len(labels):
-            continue
-        spread = float(np.sqrt(where[members].var(axis=0).mean()))
+    for r in {root(c) for c in big}:
+        members = [c for c in big if root(c) == r]
+        spread = float(np.sqrt(where[np.isin(labels, members)].var(axis=0).mean()))
         if spread >= SPREAD_MIN * overall:
-            keep.append(c)
+            keep += members
     if not keep:
         keep = [int(np.argmax(np.bincount(labels, minlength=k)))]
-    # shades of a table colour (a lit band, a shadowed patch) are table too
-    refs = lab_to_linear(centres[keep])
-    for c in range(k):
-        if c not in keep and (labels == c).sum() >= MIN_SHARE * len(labels):
-            lin = lab_to_linear(centres[c][None])[0]
-            if min(float(shade_mismatch(lin, r)) for r in refs) < 1.0:
-                keep.append(c)
     return centres[sorted(keep)]
 
 
