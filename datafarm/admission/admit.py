@@ -13,7 +13,12 @@ episode or ledger line it concerns, and nothing is written:
   an admission or a recorded rejection; every episode's scene (z's seed) is its admission seed's;
   every attempt the ledger names is kept in `attempts/`, and every attempt folder is in the ledger;
 - reviewed and verified: every q holds an accepting review whose claims hold, and verifier results
-  produced under the task's current `verifier/spec.json` and `verifier/calibration.json`;
+  produced under the task's current `verifier/spec.json` and `verifier/calibration.json`; both are
+  the episode's own (`verification.json` and `review.json` in its folder hold the same);
+- the task's own files unmodified: every file outside `episodes/` that a ledger entry recorded
+  (G, T, S, B, R, C, the verifier spec, transcripts, kept attempts, ...) still hashes to the latest
+  hash recorded for it (`certificate.json`, which admit itself rewrites, and the harness-private
+  folder aside);
 - J unchanged since freezing: `judge/spec.json` hashes to `judge/lock.json`, which is the ledger's
   latest freeze, and every episode was judged by it;
 - K: every q names the K of `capability.lock`; no episode's expert ran unsandboxed (unless the
@@ -36,7 +41,7 @@ from datafarm.admission.certificate import (
     CertifiedEpisode,
     dataset_digest,
 )
-from datafarm.admission.files import ADMISSION_FILE, episode_files
+from datafarm.admission.files import ADMISSION_FILE, VERIFICATION_FILE, episode_files
 from datafarm.admission.ledger_view import LedgerView
 from datafarm.admission.record import (
     VERIFIER_CALIBRATION,
@@ -44,6 +49,7 @@ from datafarm.admission.record import (
     AdmissionRefused,
     admission_rollout,
     load_capability_lock,
+    own_results_problems,
     review_problems,
     verifier_file_hashes,
 )
@@ -275,6 +281,8 @@ def _check_episode(
                     f"{now[:12] + '...' if now else 'missing'}")
     for message in review_problems(q.review):
         problem("reviewed", f"{rel}/{ADMISSION_FILE}", message)
+    for file, message in own_results_problems(folder, q.verifier, q.review, "q's"):
+        problem("verified" if file == VERIFICATION_FILE else "reviewed", f"{rel}/{file}", message)
     if q.sandbox == "none" and not allow_unsafe_sandbox:
         problem("sandbox", rel, "the expert ran without a sandbox; admission refuses such episodes unless the "
                 "unsafe-sandbox policy is given explicitly")
@@ -336,6 +344,30 @@ def _attempt_problems(paths: TaskDir, view: LedgerView, add: Add) -> None:
                 continue  # a rollout's partial folder: never a recorded attempt, harmless
             if not view.mentions(entry.name) and not view.mentions(f"{attempts}/{entry.name}"):
                 add("recorded", f"{attempts}/{entry.name}", "no ledger entry records this attempt")
+
+
+# --- the task's own files ------------------------------------------------------------------------
+
+UNCHECKED_TOP = ("ledger.jsonl", CERTIFICATE_FILE)
+"""Top-level names the task-file check leaves alone: the ledger is checked by its hash chain, the
+certificate is admit's own output (rewritten by every certification)."""
+
+
+def _task_file_problems(paths: TaskDir, view: LedgerView, add: Add) -> None:
+    """Every file outside `episodes/` (checked per episode against q) and the harness-private folder
+    that some ledger entry recorded must still hash to the latest hash recorded for it. Files the
+    ledger never recorded (e.g. transcript images, named by their own hash) are not judged here."""
+    recorded = view.recorded_outputs("")
+    skip = {*UNCHECKED_TOP, paths.episodes_dir.name, paths.harness_dir.name}
+    for path in sorted(paths.root.rglob("*")):
+        rel = path.relative_to(paths.root).as_posix()
+        if rel.split("/", 1)[0] in skip or rel not in recorded or path.is_symlink() or not path.is_file():
+            continue
+        digest, line = recorded[rel]
+        now = sha256_file(path)
+        if now != digest:
+            add("modified", rel, f"sha256 {now[:12]}... differs from the {digest[:12]}... {line.where} recorded: "
+                "changed after the ledger recorded it")
 
 
 # --- the whole dataset ----------------------------------------------------------------------------
@@ -416,6 +448,7 @@ def admit(
             add("complete", line.where, f"admits episode {eid}, but {paths.episodes_dir.name}/{eid} is missing")
     seeds_used = _seed_problems(paths, view, batch, judge_sha, add)
     _attempt_problems(paths, view, add)
+    _task_file_problems(paths, view, add)
     if batch is not None:
         admitted = [f for f in folders if (f / ADMISSION_FILE).is_file()]
         if len(admitted) < batch.n:

@@ -6,13 +6,15 @@
 3. Re-judge: every admitted episode's stored trajectory (its Parquet files, read back) is judged
    again with the frozen J; the verdict, stage times (labels y) and violations must equal q's.
 4. Re-simulate: a sample of the admitted episodes (all by default) is run again from its admission
-   seed: z drawn again from the task secret and compared with the stored z, a fresh world, the
-   expert run once in its sandbox, recorded in a temporary folder (never in the task folder). The
+   seed: z drawn again from the task secret and compared with the stored z (equal up to Z_TOLERANCE),
+   a fresh world of the stored z, the expert run once in its sandbox, recorded in a temporary folder
+   (never in the task folder). The
    states, actions, contacts and joint occupancy must equal the stored ones (SAPIEN on the CPU is
    deterministic: bit-identical, so the default tolerance is 0); the fresh recording is judged too.
-5. Re-verify: the verifier re-run on the stored videos, through the hook the verifier supplies
-   (`datafarm.verifiers.reverify(task_dir, episode_id, stored) -> VerifierResults`); without a
-   verifier spec, or without that program, this step is skipped with a note.
+5. Re-verify: the verifier (`datafarm.verifiers.reverify`) re-run on every admitted episode's stored
+   videos under the task's calibrated spec; its checks, pass/fail and metrics must equal q's. A task
+   whose episodes were admitted under a verifier spec that is now missing is a difference (nothing
+   can be re-verified), as is a verifier that cannot run on a stored video.
 
 The outcome is appended to the ledger (stage audit, event check) unless `record=False`.
 """
@@ -36,6 +38,7 @@ from datafarm.artifacts.base import Artifact
 from datafarm.artifacts.io import load_artifact
 from datafarm.artifacts.judge import JudgeSpec, JudgeVerdict
 from datafarm.artifacts.ledger_entry import LedgerActor, LedgerEvent, LedgerOutcome
+from datafarm.artifacts.sampler import Variation
 from datafarm.artifacts.stages import Stage
 from datafarm.capability import bundle as k_bundle
 from datafarm.capability.models import CapabilityLock
@@ -74,7 +77,7 @@ _LAYOUT: tuple[str, ...] = ("joints", "grippers", "object_ids", "scale_ids", "jo
 
 
 class Reverifier(Protocol):
-    """The verifier's audit hook: re-run the verifier on an admitted episode's stored videos."""
+    """The audit's re-verification: re-run the verifier on an admitted episode's stored videos."""
 
     def __call__(self, task_dir: Path, episode_id: str, stored: VerifierResults) -> VerifierResults:
         """Fresh results for `episodes/<episode_id>` (`stored` is what q recorded)."""
@@ -271,6 +274,41 @@ def verifier_differences(stored: VerifierResults, fresh: VerifierResults, *, tol
     return out
 
 
+Z_TOLERANCE = 1e-9
+"""Largest difference between a stored z value and the same value drawn again from its admission seed
+that still counts as equal. Drawing z goes through small matrix products whose last bit can differ
+between processes (seen: one camera quaternion 1 ulp apart); a scene picked by hand differs by far more."""
+
+
+def variation_differences(stored: Variation, drawn: Variation, *, tolerance: float = Z_TOLERANCE,
+                          limit: int = 8) -> list[str]:
+    """Where z drawn again from the admission seed differs from the stored z: each value (by its path,
+    e.g. `object_poses.red_cup.position[0]`) that differs by more than `tolerance` (numbers) or at all
+    (anything else); at most `limit`, then a count of the rest."""
+    out: list[str] = []
+
+    def walk(a: object, b: object, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b), key=str):
+                where = f"{path}.{key}" if path else str(key)
+                if key not in a or key not in b:
+                    out.append(f"{where}: {'drawn but not stored' if key not in a else 'stored but not drawn'}")
+                else:
+                    walk(a[key], b[key], where)
+        elif isinstance(a, list | tuple) and isinstance(b, list | tuple) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b)):
+                walk(x, y, f"{path}[{i}]")
+        elif (isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool)
+              and not isinstance(b, bool)):
+            if not abs(a - b) <= tolerance:  # also true for NaN on either side
+                out.append(f"{path}: {a!r} stored, {b!r} drawn")
+        elif a != b:
+            out.append(f"{path}: {a!r} stored, {b!r} drawn")
+
+    walk(stored.model_dump(mode="json"), drawn.model_dump(mode="json"), "")
+    return out if len(out) <= limit else [*out[:limit], f"and {len(out) - limit} more value(s)"]
+
+
 # --- refusals -------------------------------------------------------------------------------------
 
 
@@ -348,7 +386,8 @@ def audit(
     `sandbox`: provider to re-run the expert in (default: the one each episode ran in; `none` only
     with `allow_unsafe_sandbox`). `limits` default to T's time limit. `work_dir` keeps each
     re-simulated episode (`<work_dir>/<id>/`, never inside the task folder); by default it lives in
-    a temporary folder that is removed. `reverify` overrides the verifier's hook.
+    a temporary folder that is removed. `reverify` replaces the verifier's re-run
+    (`datafarm.verifiers.reverify`).
     Raises IntegrityError when the installed K differs from the lock or J differs from its freeze;
     InputError for a bad argument."""
     paths = TaskDir(Path(task_dir))
@@ -421,19 +460,24 @@ def audit(
         if comparison is not None:
             resimulated.append(comparison)
 
-    # re-verify on the stored videos: the verifier's hook
+    # re-verify on the stored videos
     reverified: list[str] = []
-    hook = reverify if reverify is not None else default_reverifier()
-    if not (paths.root / VERIFIER_SPEC).is_file():
-        notes.append(f"verifier not re-run: the task has no {VERIFIER_SPEC}")
-    elif hook is None:
+    reverifier = reverify if reverify is not None else default_reverifier()
+    if admitted and not (paths.root / VERIFIER_SPEC).is_file():
+        differ("reverify", None, f"{VERIFIER_SPEC} is missing: the admitted episodes were verified under a spec that "
+               "is gone, so none can be re-verified")
+    elif admitted and reverifier is None:
         notes.append("verifier not re-run: this datafarm has no verifier program (datafarm.verifiers.reverify)")
-    else:
+    elif admitted:
         for folder, q in admitted:
             try:
-                fresh_results = hook(paths.root, folder.name, q.verifier)
+                fresh_results = reverifier(paths.root, folder.name, q.verifier)
             except DatafarmError as e:
                 differ("reverify", folder.name, f"the verifier could not re-run: {e}")
+                continue
+            except Exception as e:  # noqa: BLE001 - a tampered video may break the decoder: a difference, not a crash
+                differ("reverify", folder.name, f"the verifier could not re-run on the stored videos: "
+                       f"{type(e).__name__}: {e}")
                 continue
             reverified.append(folder.name)
             for message in verifier_differences(q.verifier, fresh_results):
@@ -458,9 +502,11 @@ def _resimulate(paths: TaskDir, task: RolloutTask, spec: JudgeSpec, folder: Path
     except DatafarmError as e:
         differ("resimulate", eid, f"the stored episode cannot be read: {e}")
         return None
-    variation = sample_variation(task.grounding, task.sampler, admission_seed(secret, q.seed_index))
-    if variation != stored.record.variation:
-        differ("resimulate", eid, f"the stored z is not what admission seed #{q.seed_index} draws")
+    drawn = sample_variation(task.grounding, task.sampler, admission_seed(secret, q.seed_index))
+    for message in variation_differences(stored.record.variation, drawn):
+        differ("resimulate", eid, f"the stored z is not what admission seed #{q.seed_index} draws: {message}")
+    # the world the rollout built: z as stored (JSON keeps every float exactly), checked against the seed just above
+    variation = stored.record.variation
     controller = task.expert_dir / task.entry
     if not controller.is_file() or sha256_file(controller) != stored.record.expert_sha256:
         differ("resimulate", eid, f"the expert {controller.relative_to(paths.root)} is not the controller that produced "

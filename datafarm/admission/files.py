@@ -1,5 +1,6 @@
 """The files of an episode folder as q records them: every regular file below `episodes/<id>/`
-except `admission.json` itself, by `/`-separated relative path, with its sha256."""
+except `admission.json` itself, by `/`-separated relative path, with its sha256; and the names of
+the files stages 8-10 write there."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from datafarm.hashing import sha256_file
 
 ADMISSION_FILE = "admission.json"
 """q's file name inside the episode folder."""
+VERIFICATION_FILE = "verification.json"
+"""The verifier's results (stage 8) inside the episode folder; q's `verifier` must equal them."""
+REVIEW_FILE = "review.json"
+"""The reviewer's verdict (stage 9) inside the episode folder; q's `review` must equal it."""
 
 
 def episode_files(folder: Path) -> tuple[dict[str, str], list[tuple[str, str]]]:

@@ -7,8 +7,9 @@ episode is exactly what the ledger recorded:
 
 - J: the verdict passed, came from the J of `lock`, `lock` is `judge/lock.json`, the spec still
   hashes to it and it is the ledger's latest freeze; the verdict is the one in `episode.json`.
-- verifier: every check passed, under the spec and calibration now in `verifier/` (by file hash).
-- review: accepted, and every claim it makes holds.
+- verifier: every check passed, under the spec and calibration now in `verifier/` (by file hash),
+  and the results are the episode's own (`episodes/<id>/verification.json`, as stage 8 wrote them).
+- review: accepted, every claim it makes holds, and it is the episode's own (`review.json`).
 - the episode: a passing admission rollout wrote it (ledger `rollout` entry, stage rollout,
   outcome ok); every file the rollout recorded is unchanged; every later file (renders, crops) is
   recorded by some ledger entry's outputs (`episodes/<id>/<path>`) with the same hash.
@@ -28,7 +29,12 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from datafarm.admission.files import ADMISSION_FILE, episode_files
+from datafarm.admission.files import (
+    ADMISSION_FILE,
+    REVIEW_FILE,
+    VERIFICATION_FILE,
+    episode_files,
+)
 from datafarm.admission.ledger_view import LedgerView, Line
 from datafarm.artifacts.admission import AdmissionRecord, ReviewVerdict, VerifierResults
 from datafarm.artifacts.episode import EpisodeRecord
@@ -111,6 +117,31 @@ def review_problems(review: ReviewVerdict) -> list[str]:
         route = f" (routes to {review.route_to.value})" if review.route_to else ""
         return [f"the reviewer rejected the episode{route}"]
     return [f"the review accepts the episode but its claim {c.claim!r} does not hold" for c in review.claims if not c.holds]
+
+
+def own_results_problems(folder: Path, verifier_results: VerifierResults, review: ReviewVerdict,
+                         whose: str = "those given") -> list[tuple[str, str]]:
+    """[(file, why)]: how `verifier_results` and `review` are not the ones stages 8 and 9 wrote into the
+    episode folder (`verification.json`, `review.json`): missing, unreadable, or different (`whose`
+    names the compared values in messages, e.g. `q's`). Results carry no episode id, so this is
+    what ties q's evidence to its own episode."""
+    problems: list[tuple[str, str]] = []
+    for name, model, given, what, stage in (
+        (VERIFICATION_FILE, VerifierResults, verifier_results, "verifier results", "verified"),
+        (REVIEW_FILE, ReviewVerdict, review, "review verdict", "reviewed"),
+    ):
+        path = folder / name
+        if not path.is_file():
+            problems.append((name, f"missing: the episode was never {stage}"))
+            continue
+        try:
+            stored = load_artifact(model, path)
+        except DatafarmError as e:
+            problems.append((name, f"does not load ({type(e).__name__}): the episode's {what} cannot be read"))
+            continue
+        if stored != given:
+            problems.append((name, f"holds other {what} than {whose}: q's evidence must be the episode's own"))
+    return problems
 
 
 def sandbox_of(rollout: Line) -> tuple[str, bool]:
@@ -215,6 +246,8 @@ def write_admission(
         problem(message, file)
     for message in review_problems(review):
         problem(message)
+    for name, message in own_results_problems(folder, verifier_results, review):
+        problem(message, f"{rel}/{name}")
 
     # J: frozen, unchanged, and the one that judged
     current: JudgeLock | None = None
