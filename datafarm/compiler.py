@@ -1,5 +1,6 @@
 """`datafarm compile`: validate the request and clip, create (or resume) the task folder, then run
-the pipeline's stages (datafarm/pipeline.py), recording each in the ledger.
+the pipeline's stages (datafarm/pipeline.py), recording each in the ledger. One compile at a time
+works on a task folder (`compile_lock`); `--resume` continues one that was stopped or killed.
 
 Stages that are not built yet are recorded as such and named to the user; nothing is reported as
 done that was not done.
@@ -7,9 +8,11 @@ done that was not done.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,15 +84,45 @@ def compile_request(
                 f"{tdir.root} already exists; nothing was changed. Run again with --resume to continue it, "
                 "or set `output:` (or --out) to another folder for a fresh compile."
             )
-        result = _resume(tdir, bundle, clip.sha256)
-    elif resume:
+        with compile_lock(tdir):
+            result = _resume(tdir, bundle, clip.sha256)
+            if run_stages:
+                result.pipeline = _run(tdir, request, progress)
+        return result
+    if resume:
         raise StateError(f"--resume given but {tdir.root} does not exist; run without --resume to create it")
-    else:
-        result = _create(tdir, request_path, request, clip, bundle)
+    result = _create(tdir, request_path, request, clip, bundle)
     if run_stages:
-        context = PipelineContext(request=request, task=tdir, ledger=Ledger(tdir.ledger), progress=progress)
-        result.pipeline = run_pipeline(context)
+        with compile_lock(tdir):
+            result.pipeline = _run(tdir, request, progress)
     return result
+
+
+def _run(tdir: TaskDir, request, progress: Callable[[str], None]) -> PipelineOutcome:
+    context = PipelineContext(request=request, task=tdir, ledger=Ledger(tdir.ledger), progress=progress)
+    return run_pipeline(context)
+
+
+LOCK_FILE = "compile.lock"
+"""The lock one compile holds on its task folder, in the harness-private folder."""
+
+
+@contextmanager
+def compile_lock(tdir: TaskDir) -> Iterator[None]:
+    """Hold the task folder's compile lock (StateError when another compile holds it). The lock is
+    the kernel's (flock), so a compile killed with SIGKILL releases it; its rollout workers do not
+    inherit it and end with it (datafarm.harness.rollout)."""
+    tdir.harness_dir.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(tdir.harness_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StateError(f"{tdir.root}: another `datafarm compile` is running on this task folder; "
+                             "wait for it to end (or end it) before resuming") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def _create(tdir: TaskDir, request_path: Path, request, clip, bundle) -> CompileResult:

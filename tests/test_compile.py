@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from datafarm.capability import load as load_k
-from datafarm.compiler import compile_request
-from datafarm.pipeline import ORDER
+from datafarm.compiler import compile_lock, compile_request
 from datafarm.errors import InputError, IntegrityError, StateError
 from datafarm.hashing import sha256_tree
 from datafarm.ledger import Ledger
+from datafarm.pipeline import ORDER
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "nest_cups"
 
@@ -119,3 +119,14 @@ def test_a_changed_clip_is_a_different_task(example):
     clip_yaml.write_text(clip_yaml.read_text() + "\n# edited\n")
     second = compile_request(example)
     assert second.task_dir.root != first.task_dir.root
+
+
+def test_one_compile_at_a_time_per_task_folder(example):
+    first = compile_request(example, run_stages=False)
+    n = len(list(Ledger(first.task_dir.root).entries()))
+    # another compile is running on this folder
+    with compile_lock(first.task_dir), pytest.raises(StateError, match="another `datafarm compile` is running"):
+        compile_request(example, resume=True, run_stages=False)
+    assert len(list(Ledger(first.task_dir.root).entries())) == n  # refused before it wrote anything
+    again = compile_request(example, resume=True, run_stages=False)  # the lock went with its holder
+    assert not again.created

@@ -23,7 +23,8 @@ One rollout:
 
 `request_rollout(task_dir, dev_seed)` is the author's call: dev seeds only, and it returns only the
 `VerdictSummary` (pass/fail, stage reached, reason), never J. `run_rollouts` runs several rollouts in
-parallel processes (spawn context; the ledger is multi-process safe).
+parallel processes (spawn context; the ledger is multi-process safe) that end with the process that
+started them, so a killed compile leaves no rollout behind to write into the task folder.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import fcntl
 import multiprocessing
 import os
 import shutil
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -488,6 +491,20 @@ class RolloutJob:
     """The admission seed index (admission only)."""
 
 
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker (and with it, through bwrap's --die-with-parent, the expert
+    it runs) as soon as the process that started it is gone. A compile killed with SIGKILL must not
+    leave rollouts running that would append to the ledger while `compile --resume` runs the same
+    admission seeds again."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.1)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
 def _run_job(task_dir: str, job: RolloutJob, options: Mapping[str, Any]) -> RolloutResult | tuple[str, str, str]:
     """One job in a worker process. An error comes back as (class name, exit code, message): some
     of datafarm's errors (InputError) do not survive pickling, and a worker must not break the pool."""
@@ -520,7 +537,7 @@ def run_rollouts(task_dir: Path | str, jobs: Sequence[RolloutJob], *, workers: i
     context = multiprocessing.get_context("spawn")
     pool_options: dict[str, Any] = {"max_tasks_per_child": 1} if fresh_process else {}
     with ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs))), mp_context=context,
-                             **pool_options) as pool:
+                             initializer=_die_with_parent, initargs=(os.getpid(),), **pool_options) as pool:
         futures = [pool.submit(_run_job, str(task_dir), job, dict(options)) for job in jobs]
         outputs = [f.result() for f in futures]
     for job, output in zip(jobs, outputs):

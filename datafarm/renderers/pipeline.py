@@ -342,9 +342,10 @@ def render_episode(episode_dir: Path | str, *, grounding: Grounding | Path | str
 
 def render_task_episode(task_dir: Path | str, episode_id: str, *, renderer: Renderer | None = None,
                         templates: CapabilityBundle | Path | str | None = None,
-                        env: Mapping[str, str] | None = None) -> RenderRecord:
+                        env: Mapping[str, str] | None = None, seed: int | None = None) -> RenderRecord:
     """Render `episodes/<episode_id>` of a task folder with its G, R, request (task text and clip) and,
-    unless `templates` says otherwise, the K version its capability.lock pins."""
+    unless `templates` says otherwise, the K version its capability.lock pins. `seed` is the render
+    seed (default: z's seed); a render routed back for another attempt gets a new one."""
     from datafarm.capability.bundle import load as load_bundle
     from datafarm.capability.models import CapabilityLock
     from datafarm.intake.request import load_request
@@ -359,4 +360,4 @@ def render_task_episode(task_dir: Path | str, episode_id: str, *, renderer: Rend
     if not (episode / "episode.json").is_file():
         raise InputError([Problem(f"no episode {episode_id!r} in this task folder", file=episode)])
     return render_episode(episode, grounding=tdir.grounding, contract=tdir.render_contract, clip_dir=request.clip,
-                          task=request.task, templates=templates, renderer=renderer, env=env)
+                          task=request.task, templates=templates, renderer=renderer, env=env, seed=seed)
