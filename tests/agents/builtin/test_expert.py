@@ -6,6 +6,7 @@ stage's conversation (`respond`) replays through tool calls to the end."""
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import math
 import re
@@ -160,6 +161,54 @@ def test_the_controllers_kinematics_match_the_simulated_robot():
                 assert np.abs(kin.forward(solved)[0][:3, 3] - mine[:3, 3]).max() < 1e-3
         far = np.asarray(spec["arms"][arm]["base"]) + np.array([0.9, 0.0, 0.1])
         assert kin.solve(far, np.diag([1.0, -1.0, -1.0]), (limits.lower + limits.upper) / 2) is None
+
+
+def _left_arm_kinematics() -> rt.Kinematics:
+    g = CASES["nest"].grounding()
+    spec = scene_spec(g)["arms"]["left"]
+    limits = build_world(g).robot.limits("left")
+    return rt.Kinematics(spec["chain"], spec["base_matrix"], spec["tcp"], limits.lower, limits.upper, spec["reach"])
+
+
+def test_a_point_to_point_move_that_would_sweep_through_an_object_detours_around_it():
+    kin = _left_arm_kinematics()
+    gripper = scene_spec(CASES["nest"].grounding())["gripper"]
+    home = np.zeros(6)  # folded at rest, as after `park`
+    base = kin.base[:3, 3]
+    down = np.diag([1.0, -1.0, -1.0])  # straight down
+    goal = base + np.array([0.30, 0.18, 0.10])
+    q1 = kin.solve(goal, down, home)
+    assert q1 is not None
+    # a block where the hand passes halfway along the direct joint-space move
+    middle = kin.forward(0.5 * q1)[0]
+    hand = rt.gripper_points(middle[:3, 3], middle[:3, :3], gripper).mean(axis=0)
+    block = ("block", hand, np.eye(3), np.array([0.03, 0.03, 0.03]))
+    assert kin.sweeps(home, q1, [block], gripper)
+    joints = kin.path(home, [(goal, down, False, ())], [block], gripper)
+    assert joints is not None
+    plan = np.atleast_2d(joints[0])
+    assert len(plan) >= 2, "the direct move sweeps the block: the plan must go by way of another configuration"
+    reached = kin.forward(plan[-1])[0]
+    assert np.linalg.norm(reached[:3, 3] - goal) < 1e-3
+    legs = [home, *plan]
+    assert not any(kin.sweeps(a, b, [block], gripper) for a, b in itertools.pairwise(legs))
+    # nothing in the way: one configuration, no detour
+    clear = kin.path(home, [(goal, down, False, ())], [], gripper)
+    assert clear is not None and np.ndim(clear[0]) == 1
+
+    # `go` moves through the detour's configurations in turn
+    class Recorder:
+        def __init__(self):
+            self.moves = []
+
+        def move_joints(self, q, arm):
+            self.moves.append((arm, q))
+
+    class Holder:
+        robot = Recorder()
+
+    assert rt.go(Holder, "left", (goal, down, False), joints[0])
+    assert [q for _a, q in Holder.robot.moves] == [[float(v) for v in row] for row in plan]
 
 
 def test_grip_frames_keep_the_pads_upright_and_lean_away_from_the_base():

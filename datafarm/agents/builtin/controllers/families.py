@@ -232,6 +232,24 @@ def handle_tcp(task, frame, bar_world, out):
     return bar_world - overshoot / inward * frame.approach
 
 
+def riders(scene, cid):
+    """The objects resting in `cid`'s drawer now (their middle inside its sliding box): they move with
+    the drawer, so a hand that slides it does not close on them, and planning its motion against
+    where they are now would refuse every push."""
+    c_p, c_r = scene.pose(cid)
+    opening = scene.drawer_opening(cid)
+    inside = set()
+    for box in scene.object(cid).get("boxes", []):
+        if not box.get("slides"):
+            continue
+        centre = np.asarray(box["centre"], dtype=float) + np.array([opening, 0.0, 0.0])
+        half = np.asarray(box["half"], dtype=float)
+        for oid in scene.spec["objects"]:
+            if oid != cid and bool(np.all(np.abs(c_r.T @ (scene.centre(oid) - c_p) - centre) <= half)):
+                inside.add(oid)
+    return inside
+
+
 def move_drawer(scene, task, to_opening, preferred=None):
     """Grip the drawer's handle, slide it until the drawer is `to_opening` open, let go and back
     away. Returns the arm that did it; StepFailed when no arm and orientation can."""
@@ -254,7 +272,7 @@ def move_drawer(scene, task, to_opening, preferred=None):
     def waypoints(o):
         r = o.frame.matrix
         end = o.tcp + travel * out
-        own = {cid}  # the gripper takes the handle: only the cabinet itself may be touched
+        own = {cid} | riders(scene, cid)  # the gripper takes the handle: only the cabinet (and what it holds) may be touched
         return [(o.tcp - back * o.frame.approach, r, False, ()), (o.tcp, r, True, own), (end, r, True, own),
                 (end - back * o.frame.approach, r, True, own)]
 
@@ -289,10 +307,11 @@ class Push:
         self.arm, self.frame, self.above, self.start, self.end, self.lift = arm, frame, above, start, end, lift
         self.joints = None
 
-    def waypoints(self, cid):
+    def waypoints(self, moving):
+        """The push's waypoints; `moving`: the cabinet and what rides in its drawer (may be touched)."""
         r = self.frame.matrix
-        return [(self.above, r, False, ()), (self.start, r, True, {cid}), (self.end, r, True, {cid}),
-                (self.lift, r, True, {cid})]
+        return [(self.above, r, False, ()), (self.start, r, True, moving), (self.end, r, True, moving),
+                (self.lift, r, True, moving)]
 
 
 def push_drawer(scene, task, preferred=None):
@@ -320,8 +339,9 @@ def push_drawer(scene, task, preferred=None):
                 start = contact - pad * frame.approach
                 above = start + params["push_rise"] * EZ
                 options.append(Push(arm, frame, above, start, start + push, start + push + params["push_rise"] * EZ))
-    for o in first_feasible(scene, options, lambda o: o.arm, lambda o: o.waypoints(cid), f"push {cid}'s drawer shut"):
-        path = o.waypoints(cid)
+    moving = {cid} | riders(scene, cid)
+    for o in first_feasible(scene, options, lambda o: o.arm, lambda o: o.waypoints(moving), f"push {cid}'s drawer shut"):
+        path = o.waypoints(moving)
         attempt(robot.gripper, 0.0, arm=o.arm, duration=0.0)
         if not go(scene, o.arm, path[0], o.joints[0] if o.joints else None):
             continue

@@ -362,9 +362,12 @@ def move_to(robot, arm, position, quaternion, linear=False, duration=None):
 def go(scene, arm, waypoint, joints=None):
     """Go to one planned waypoint (position, rotation, linear): a point-to-point move goes to the
     planned joints when there are some (the configuration the kinematic check found, so the straight
-    lines after it start where the check started them). True if it ran."""
+    lines after it start where the check started them; by way of the configurations of a detour
+    when the check planned one, see `Kinematics.detour`). True if it ran."""
     position, rotation, linear = waypoint[:3]
-    if not linear and joints is not None and attempt(scene.robot.move_joints, [float(v) for v in joints], arm=arm):
+    # planned joints: one configuration, or a detour (configurations on the way, the last one the goal)
+    if not linear and joints is not None and all(
+            attempt(scene.robot.move_joints, [float(v) for v in q], arm=arm) for q in np.atleast_2d(joints)):
         return True
     return move_to(scene.robot, arm, position, [float(v) for v in matrix_to_quat(rotation)], linear=linear)
 
@@ -1005,7 +1008,8 @@ class Kinematics:
     def path(self, q_start, waypoints, obstacles=(), gripper=None):
         """The joints at each of `waypoints` if the arm can go through them from `q_start`, else None.
         A waypoint is (position, rotation, linear[, skip[, load]]). A point-to-point move needs an IK
-        solution; a straight line one every 2 cm, each from the previous, with no joint jumping (as the
+        solution (its joints: one configuration, or the rows of a detour ending in it when the direct
+        joint-space move would sweep through an obstacle, see `detour`); a straight line one every 2 cm, each from the previous, with no joint jumping (as the
         harness checks). On the way, the gripper (and `load`: points of a held object in the TCP
         frame) must stay clear of the `obstacles` of objects not in `skip`; a waypoint whose `skip` is
         None is not checked (a straight line defaults to None, a point-to-point move to checking all)."""
@@ -1024,7 +1028,7 @@ class Kinematics:
                 known = self.memo[key]
                 if known is None:
                     return None
-                joints, q = list(known), known[-1]
+                joints, q = list(known), np.atleast_2d(known[-1])[-1]
                 p0, r0 = np.asarray(waypoint[0], dtype=float), waypoint[1]
                 continue
             self.memo[key] = None  # until it checks out
@@ -1035,8 +1039,17 @@ class Kinematics:
             position = np.asarray(position, dtype=float)
             if not linear:
                 q_next = self.solve(position, rotation, q)
-                if q_next is None or (check and self.sweeps(q, q_next, check, gripper, load=load)):
+                if q_next is None:
                     return None
+                if check and self.sweeps(q, q_next, check, gripper, load=load):
+                    vias = self.detour(q, q_next, position, rotation, check, gripper, load)
+                    if vias is None:
+                        return None
+                    joints.append(np.vstack([*vias, q_next]))  # go() moves through the rows in turn
+                    q = q_next
+                    self.memo[key] = tuple(joints)
+                    p0, r0 = position, rotation
+                    continue
                 q = q_next
             else:
                 rv = rotation_error(rotation, r0)
@@ -1056,6 +1069,38 @@ class Kinematics:
             self.memo[key] = tuple(joints)
             p0, r0 = position, rotation
         return joints
+
+    def detour(self, q0, q1, position, rotation, obstacles, gripper, load=None):
+        """Configurations to pass through on the way q0 -> q1 when the direct joint-space move sweeps
+        the gripper through an obstacle (an arm folded at its start, behind an opened drawer or a
+        tall object, swings its hand through it): some joints moved first (the base turned towards
+        the goal, or the wrist set), or the hand raised over the goal first and lowered onto it;
+        the first detour whose every leg sweeps nothing, or None."""
+        q0, q1 = np.asarray(q0, dtype=float), np.asarray(q1, dtype=float)
+        options = []
+        for first in ((0,), (0, 3, 4, 5), (3, 4, 5), (1, 2)):  # joints moved in the first leg
+            via = q0.copy()
+            via[list(first)] = q1[list(first)]
+            options.append([via])
+        start = self.forward(q0)[0][:3, 3]
+        for rise in (0.06, 0.12):
+            above = np.asarray(position, dtype=float) + rise * EZ
+            high = self.solve(above, rotation, q1, seeds=False)
+            if high is None or float(np.abs(high - q1).max()) > 0.6:
+                continue  # not the same posture as the goal's: lowering onto it could swing too
+            options.append([high])
+            turned = q0.copy()
+            turned[0] = high[0]
+            options.append([turned, high])
+            if float(start[2]) < float(above[2]):
+                lifted = self.solve(np.array([start[0], start[1], above[2]]), self.forward(q0)[0][:3, :3], q0, seeds=False)
+                if lifted is not None:
+                    options.append([lifted, high])
+        for vias in options:
+            legs = [q0, *vias, q1]
+            if not any(self.sweeps(legs[k], legs[k + 1], obstacles, gripper, load=load) for k in range(len(legs) - 1)):
+                return vias
+        return None
 
     def touching(self, q, obstacles, gripper, load=None):
         """For each obstacle box, whether the gripper (or the held load) is in it at joints `q`."""
