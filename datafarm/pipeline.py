@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datafarm
+from datafarm.admission.files import REVIEW_FILE, VERIFICATION_FILE
 from datafarm.artifacts.batch import DEFAULT_RETRIES, BatchConfig
 from datafarm.artifacts.contract import TaskContract
 from datafarm.artifacts.grounding import Grounding
@@ -198,10 +199,10 @@ def _rel(task: TaskDir, path: Path) -> str:
 
 # --- what the ledger says about each episode -------------------------------------------------------
 
-VERIFICATION = "verification.json"
-"""The verifier's results for one episode, inside its folder (what q records)."""
-REVIEW = "review.json"
-"""The reviewer's verdict for one episode, inside its folder."""
+VERIFICATION = VERIFICATION_FILE
+"""The verifier's results for one episode, inside its folder (what q records; named in admission.files)."""
+REVIEW = REVIEW_FILE
+"""The reviewer's verdict for one episode, inside its folder (named in admission.files)."""
 ADMISSION = "admission.json"
 """q, inside the episode folder."""
 
