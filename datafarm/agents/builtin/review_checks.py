@@ -291,6 +291,9 @@ class Regions(Artifact):
     """Per G object, its box; null when it projects outside the image."""
     robot: list[PixelBox] = Field(default_factory=list)
     """Boxes of the robot's links (the robot covers their union)."""
+    depths: dict[str, tuple[FiniteFloat, FiniteFloat] | None] = Field(default_factory=dict)
+    """Per G object, the nearest and farthest camera depth (metres) of its collision box corners:
+    one object can hide part of another only where it is nearer; null when it has no box."""
 
     def boxes(self) -> list[Box]:
         """Every box, objects and robot."""
@@ -417,6 +420,11 @@ ROBOT_GROW, ROBOT_PAD = 0.05, 3
 """Robot link boxes are grown by this fraction plus these pixels before masking."""
 PLACE_GROW, PLACE_PAD = 0.35, 4
 """An object is where the sim puts it when its colour's centroid lies in its box grown by this much."""
+OCCLUDER_GROW, OCCLUDER_PAD = 0.05, 2
+"""Boxes of objects that may stand in front of another are grown by this much before they are left out."""
+LIKENESS_DE = 10.0
+"""Largest ΔE between the mean colours of an object's box in a rendered and a real frame, for an object
+whose colour stands out from its surroundings in no reference frame (compared whole)."""
 MIN_FOUND = 8
 """Fewest matching pixels for an object to count as found."""
 STILL_MIN = 0.8
@@ -610,32 +618,147 @@ def reference_colours(review: _Review) -> dict[tuple[str, str], tuple[ObjectColo
     return out
 
 
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def in_front(regions: Regions, oid: str) -> dict[str, Box]:
+    """Other objects that can hide part of `oid` in this view: their boxes overlap its box and their
+    nearest point is nearer the camera than its farthest (every overlapping one when depths are not given)."""
+    box, mine = regions.objects.get(oid), regions.depths.get(oid)
+    if box is None:
+        return {}
+    out = {}
+    for other, theirs_box in regions.objects.items():
+        if other == oid or theirs_box is None or not _overlap(box, theirs_box):
+            continue
+        theirs = regions.depths.get(other)
+        if mine is None or theirs is None or theirs[0] < mine[1]:
+            out[other] = theirs_box
+    return out
+
+
+def visible_share(box: Box, hidden: np.ndarray) -> float:
+    """Share of `box`'s pixels that `hidden` leaves."""
+    x0, y0, x1, y1 = box
+    part = hidden[y0:y1, x0:x1]
+    return 1.0 - float(part.mean()) if part.size else 0.0
+
+
+def _is_colour(colour: ObjectColour, truth: ObjectColour) -> bool:
+    distance, ratio = colour.compare(truth)
+    return distance <= CHROMA_MAX and 1 / BRIGHTNESS_RATIO <= ratio <= BRIGHTNESS_RATIO
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """An object's colour in one rendered keyframe, or why it could not be measured there."""
+
+    colour: ObjectColour | None
+    """The measured colour; None when not measured."""
+    state: str
+    """`measured`; `hidden` (the robot and objects that may stand in front leave less than MIN_VISIBLE of
+    its box); `absent` (enough of its box is in view, yet nothing there stands out from its surroundings);
+    `outside` (no frame or no box)."""
+    behind: tuple[str, ...] = ()
+    """Objects that may stand in front of it and were left out of the measurement."""
+
+
+def sight(review: _Review, camera: str, oid: str, frame: int, truth: ObjectColour) -> Sighting:
+    """`oid`'s colour in `camera`'s rendered `frame`, the robot left out. When what is measured is not
+    its real colour and other objects may stand in front of it (one cup nested in another), it is
+    measured again on the part they leave, or counted hidden when too little is left."""
+    image = review.rendered.get(camera, {}).get(frame)
+    regions = review.facts.camera(camera).at(frame)
+    box = regions.objects.get(oid)
+    if image is None or box is None:
+        return Sighting(None, "outside")
+    hidden = review.robot(regions)
+    colour = object_colour(image, box, hidden)
+    if colour is not None and _is_colour(colour, truth):
+        return Sighting(colour, "measured")
+    front = in_front(regions, oid)
+    if front:
+        hidden = hidden | box_mask(review.shape, front.values(), OCCLUDER_GROW, OCCLUDER_PAD)
+        colour = object_colour(image, box, hidden)
+    if visible_share(box, hidden) < MIN_VISIBLE or (colour is not None and colour.visible < MIN_VISIBLE):
+        return Sighting(None, "hidden", tuple(sorted(front)))
+    if colour is None:
+        return Sighting(None, "absent", tuple(sorted(front)))
+    return Sighting(colour, "measured", tuple(sorted(front)))
+
+
+def _frames_note(kind: str, frames: list[int]) -> str:
+    return f"; frame{'s' if len(frames) > 1 else ''} {', '.join(map(str, frames))}: {kind}" if frames else ""
+
+
+def _likeness(review: _Review, oid: str) -> tuple[bool | None, list[Evidence]]:
+    """For an object whose colour stands out from its surroundings in no reference frame (a grey scale on
+    a pale table): whether its box in the first keyframe looks like its box in the reference frame
+    (ΔE of the mean Lab colours, robot left out). None when no camera allows the comparison."""
+    if review.tablecloth:  # the box holds table top, which an ood tablecloth is allowed to change
+        return None, []
+    evidence, verdicts = [], []
+    for camera in review.cameras:
+        cam = review.facts.camera(camera)
+        box, real_box = cam.at(review.first).objects.get(oid), cam.reference.objects.get(oid)
+        image, references = review.rendered.get(camera, {}).get(review.first), review.references.get(camera, [])
+        if box is None or real_box is None or image is None or not references:
+            continue
+        hidden, real_hidden = review.robot(cam.at(review.first)), review.robot(cam.reference)
+        if visible_share(box, hidden) < MIN_VISIBLE or visible_share(real_box, real_hidden) < MIN_VISIBLE:
+            continue
+        x0, y0, x1, y1 = box
+        rendered = image.lab[y0:y1, x0:x1][~hidden[y0:y1, x0:x1]].mean(axis=0)
+        x0, y0, x1, y1 = real_box
+        real = references[0].lab[y0:y1, x0:x1][~real_hidden[y0:y1, x0:x1]].mean(axis=0)
+        difference = float(delta_e(rendered, real))
+        ok = difference <= LIKENESS_DE
+        verdicts.append(ok)
+        evidence.append(Evidence(camera=camera, frames=[review.first], note=(
+            f"{oid}: its colour stands out from its surroundings in no reference frame, so its box is compared "
+            f"whole: mean colour ΔE {difference:.1f} from its box in clip frame {review.reference_frames(camera)[0]} "
+            f"(needs <= {LIKENESS_DE:g}): " + ("looks as in the real frames" if ok else "does NOT look as in the real "
+                                                "frames") + _relit_note(review, camera))))
+    return (all(verdicts) if verdicts else None), evidence
+
+
 def appearance_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectColour, int]]) -> Claim:
-    """Every object has its real colour in the rendered keyframes where it is visible."""
+    """Every object has its real colour in the rendered keyframes where it is visible. Keyframes where the
+    robot or objects in front hide it are left out (and named); an object that stands out from its
+    surroundings in no reference frame is compared as its whole box (`_likeness`)."""
     evidence, holds = [], True
     for obj in review.facts.objects:
-        measured = 0
+        measured, absent, known = 0, False, False
         for camera in review.cameras:
             if (obj.id, camera) not in real:
                 continue
+            known = True
             truth, clip_frame = real[(obj.id, camera)]
-            cam = review.facts.camera(camera)
             worst, frames, seen, ratios = 0.0, [], [], []
+            hidden_at, absent_at, behind = [], [], set()
             for frame in review.facts.keyframes:
-                image = review.rendered.get(camera, {}).get(frame)
-                regions = cam.at(frame)
-                box = regions.objects.get(obj.id)
-                if image is None or box is None:
+                sighting = sight(review, camera, obj.id, frame, truth)
+                behind.update(sighting.behind)
+                if sighting.state == "hidden":
+                    hidden_at.append(frame)
+                elif sighting.state == "absent":
+                    absent_at.append(frame)
+                if sighting.colour is None:
                     continue
-                colour = object_colour(image, box, review.robot(regions))
-                if colour is None or colour.visible < MIN_VISIBLE:
-                    continue
-                distance, ratio = colour.compare(truth)
+                distance, ratio = sighting.colour.compare(truth)
                 worst = max(worst, distance)
                 ratios.append(ratio)
                 frames.append(frame)
-                seen.append(colour)
+                seen.append(sighting.colour)
+            skipped = (_frames_note("hidden by the robot" + (f" or by {', '.join(sorted(behind))} in front" if behind
+                                                             else ""), hidden_at)
+                       + _frames_note("nothing of its colour stands out in its box", absent_at))
             if not frames:
+                absent |= bool(absent_at)
+                if hidden_at or absent_at:
+                    evidence.append(Evidence(camera=camera, frames=hidden_at + absent_at,
+                                             note=f"{obj.id}: not measured" + skipped))
                 continue
             measured += 1
             ok = worst <= CHROMA_MAX and all(1 / BRIGHTNESS_RATIO <= r <= BRIGHTNESS_RATIO for r in ratios)
@@ -644,11 +767,24 @@ def appearance_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectCo
                 f"{obj.id}: real colour RGB {truth.rgb255()} (clip frame {clip_frame}); rendered RGB "
                 f"{[c.rgb255() for c in seen]}; largest chromaticity distance {worst:.3f} (needs <= {CHROMA_MAX:g}), "
                 f"brightness ratios {min(ratios):.2f}-{max(ratios):.2f} (needs {1 / BRIGHTNESS_RATIO:g}-{BRIGHTNESS_RATIO:g}): "
-                + ("its real colour" if ok else "NOT its real colour") + _relit_note(review, camera))))
-        if measured == 0:
+                + ("its real colour" if ok else "NOT its real colour") + skipped + _relit_note(review, camera))))
+        if measured:
+            continue
+        if not known:
+            alike, notes = _likeness(review, obj.id)
+            evidence.extend(notes)
+            if alike is None:
+                evidence.append(Evidence(note=f"{obj.id}: not judged: its colour stands out from its surroundings in "
+                                              "no reference frame and no camera allows comparing its box whole"))
+            holds &= alike is not False
+        elif absent:
             holds = False
-            evidence.append(Evidence(note=f"{obj.id}: its colour could be measured in no camera (not visible "
-                                          "where the sim puts it, or not distinct from its surroundings)"))
+            evidence.append(Evidence(note=f"{obj.id}: its colour could be measured in no camera: where the sim puts it, "
+                                          "enough of its box is in view but nothing there stands out from its "
+                                          "surroundings (not drawn)"))
+        else:
+            evidence.append(Evidence(note=f"{obj.id}: not judged: hidden by the robot or by objects in front of it in "
+                                          "every keyframe of every camera"))
     return Claim("appearance: every object has its real colour (as the reference frames show it) in the rendered frames",
                  holds, evidence)
 

@@ -119,14 +119,23 @@ def _aabbs(world: World) -> tuple[dict[str, list[np.ndarray]], list[np.ndarray]]
     return objects, links
 
 
+def _depths(projector: Projector, points: np.ndarray) -> tuple[float, float] | None:
+    """Nearest and farthest camera depth of world points in front of the camera; None when none is."""
+    depth = projector.project(points)[1]
+    depth = depth[depth > 1e-3]
+    return (round(float(depth.min()), 4), round(float(depth.max()), 4)) if depth.size else None
+
+
 def _regions(projector: Projector, objects: dict[str, list[np.ndarray]], links: list[np.ndarray]) -> dict:
-    boxes = {oid: _project(projector, np.vstack([_corners(a) for a in aabbs])) for oid, aabbs in objects.items()}
+    corners = {oid: np.vstack([_corners(a) for a in aabbs]) for oid, aabbs in objects.items()}
+    boxes = {oid: _project(projector, points) for oid, points in corners.items()}
+    depths = {oid: _depths(projector, points) if boxes[oid] is not None else None for oid, points in corners.items()}
     robot = [b for b in (_project(projector, _corners(a)) for a in links) if b is not None]
     # a link box inside another adds nothing to the region they cover
     robot = sorted(set(robot))
     robot = [b for b in robot if not any(o != b and o[0] <= b[0] and o[1] <= b[1] and o[2] >= b[2] and o[3] >= b[3]
                                          for o in robot)]
-    return {"objects": boxes, "robot": [list(b) for b in robot]}
+    return {"objects": boxes, "robot": [list(b) for b in robot], "depths": depths}
 
 
 def _table_corners(world: World, grounding: Grounding) -> tuple[np.ndarray | None, np.ndarray | None]:
