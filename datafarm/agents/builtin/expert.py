@@ -58,6 +58,7 @@ from datafarm.agents.messages import (
 )
 from datafarm.artifacts.contract import TaskContract
 from datafarm.artifacts.grounding import Grounding
+from datafarm.capability.bundle import latest_with
 from datafarm.hashing import sha256_bytes
 from datafarm.sim.qualification.grasping import (
     FINGER_HALF_WIDTH,
@@ -77,8 +78,9 @@ from datafarm.sim.robots.piper import (
 from datafarm.sim.world.frames import pose_to_matrix
 from datafarm.sim.world.shapes import drawer_geometry
 
-K_VERSION = "k2"
-"""The capability version whose harness API (`datafarm_expert`) the generated controllers use."""
+HARNESS_API = "harness_api/datafarm_expert.py"
+"""The K file of the harness API the generated controllers use: they are written against the newest
+release that ships it (the write tool names the task's own K when that differs)."""
 
 FAMILIES = ("place_in", "nest", "place_on", "place_on_scale", "strike_drum", "drawer_put_inside")
 """Task families the builtin expert can write a controller for."""
@@ -789,7 +791,7 @@ def run_expert_stage(tools: ExpertTools, grounding: Grounding, contract: TaskCon
     seeds = list(plan.dev_seeds)
     need = math.ceil(plan.pass_rate * len(seeds) - 1e-9)
     params = {**default_params(grounding, contract), **dict(params or {})}
-    k_version = K_VERSION
+    k_version = latest_with(HARNESS_API).version
     versions: list[VersionRecord] = []
     while True:
         sha, k_version = _write_version(tools, grounding, contract, params, k_version, versions)

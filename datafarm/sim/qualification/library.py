@@ -19,7 +19,7 @@ from datafarm.artifacts.base import Artifact
 from datafarm.artifacts.common import FiniteFloat
 from datafarm.artifacts.fields import Name
 from datafarm.artifacts.grounding import Grounding
-from datafarm.capability.bundle import BUNDLES_DIR, CapabilityBundle
+from datafarm.capability.bundle import CapabilityBundle, latest_with
 from datafarm.errors import InputError, Problem
 from datafarm.hashing import sha256_bytes
 from datafarm.sim.qualification.variants import SimVariant
@@ -27,8 +27,6 @@ from datafarm.sim.world.shapes import footprint_radius
 
 PROBES_FILE = "probes.yaml"
 """Where a K version keeps its probe library."""
-DRAFT_K_VERSION = "k2"
-"""The K version whose (draft) folder holds the probe library until a release carries it."""
 
 ObjectKind = Literal["box", "cylinder", "sphere", "cup", "drawer_cabinet", "scale", "drum"]
 
@@ -176,12 +174,14 @@ def parse_probe_library(text: str, *, source: str = PROBES_FILE) -> ProbeLibrary
 
 
 def load_probe_library(source: CapabilityBundle | Path | str | None = None) -> LoadedLibrary:
-    """The probe library of a released K bundle, of a `probes.yaml` path, or (default) of the draft
-    K version that carries it until its release (`DRAFT_K_VERSION`)."""
+    """The probe library of a released K bundle, of a `probes.yaml` path, or (default) of the newest
+    released K bundle that ships one."""
+    if source is None:
+        source = latest_with(PROBES_FILE)
     if isinstance(source, CapabilityBundle):
         text, version = source.read_text(PROBES_FILE), source.version
     else:
-        path = Path(source) if source is not None else BUNDLES_DIR / DRAFT_K_VERSION / PROBES_FILE
+        path = Path(source)
         if not path.is_file():
             raise InputError([Problem("probe library not found", file=path)])
         text, version = path.read_text(encoding="utf-8"), path.parent.name
