@@ -64,32 +64,51 @@ def _recorded_commitments(ledger: Ledger) -> list[str]:
     return [str(e.details[COMMIT_KEY]) for e in ledger.entries() if COMMIT_KEY in e.details]
 
 
+def _record_commitment(ledger: Ledger, digest: str, reason: str) -> None:
+    ledger.append(Stage.rollout, LedgerEvent.note, LedgerOutcome.info, reason,
+                  actor=LedgerActor(role="harness"), details={COMMIT_KEY: digest, "file": SECRET_FILE})
+
+
 def create_secret(task_dir: Path | str, ledger: Ledger | None = None) -> str:
     """Create the task's admission secret if it has none, record its commitment in the ledger, and
-    return the commitment. Idempotent: an existing secret is kept (and checked against the ledger)."""
+    return the commitment. Idempotent: an existing secret is kept (and checked against the ledger).
+
+    The secret is written whole under a temporary name and linked into place, so a kill leaves either
+    no secret or a complete one; a complete one that a kill left without its commitment (killed between
+    the link and the ledger entry: nothing can have drawn a seed from it yet) gets its commitment now."""
     task_dir = Path(task_dir)
     ledger = ledger if ledger is not None else Ledger(task_dir)
     path = secret_path(task_dir)
-    if path.exists():
-        return commitment(load_secret(task_dir, ledger))
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(path.parent, 0o700)
-    value = secrets.token_hex(SECRET_BYTES).encode()
-    # O_EXCL: two processes creating the secret at once cannot both win (the loser reads the winner's)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return commitment(load_secret(task_dir, ledger))
-    try:
-        os.write(fd, value)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    digest = commitment(value)
-    ledger.append(Stage.rollout, LedgerEvent.note, LedgerOutcome.info,
-                  "admission seed secret created (the ledger keeps its sha256 only)",
-                  actor=LedgerActor(role="harness"), details={COMMIT_KEY: digest, "file": SECRET_FILE})
-    return digest
+    if not path.exists():
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(path.parent, 0o700)
+        staging = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, secrets.token_hex(SECRET_BYTES).encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(staging, path)  # fails when another process put its secret in place first: theirs is kept
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(staging)
+        value = load_secret(task_dir, ledger)
+        if not _recorded_commitments(ledger):
+            _record_commitment(ledger, commitment(value), "admission seed secret created (the ledger keeps its "
+                                                          "sha256 only)")
+        return commitment(value)
+    value = load_secret(task_dir, ledger)
+    if not _recorded_commitments(ledger):
+        if ledger.exists() and any("admission_index" in e.details for e in ledger.entries()):
+            raise IntegrityError(f"{path}: the ledger records admission rollouts but no commitment to the secret "
+                                 "their seeds came from; the secret cannot be vouched for")
+        _record_commitment(ledger, commitment(value), "admission seed secret found without its commitment (a "
+                                                      "compile killed right after creating it); committed now, "
+                                                      "before any seed is drawn from it")
+    return commitment(value)
 
 
 def load_secret(task_dir: Path | str, ledger: Ledger | None = None) -> bytes:
@@ -103,6 +122,9 @@ def load_secret(task_dir: Path | str, ledger: Ledger | None = None) -> bytes:
     if mode & 0o077:
         raise IntegrityError(f"{path} has mode {mode:o}: the admission secret must be private (0600)")
     value = path.read_bytes()
+    if len(value) != 2 * SECRET_BYTES or any(c not in b"0123456789abcdef" for c in value):
+        raise IntegrityError(f"{path}: not an admission secret ({len(value)} bytes; one is {2 * SECRET_BYTES} "
+                             "lowercase hex digits): it was cut short or replaced")
     ledger = ledger if ledger is not None else Ledger(task_dir)
     recorded = _recorded_commitments(ledger)
     if recorded and recorded[-1] != commitment(value):

@@ -6,6 +6,7 @@ verdict summary."""
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
 
 import pytest
@@ -13,6 +14,8 @@ import pytest
 from datafarm.artifacts.expert import ExpertManifest
 from datafarm.artifacts.io import load_artifact
 from datafarm.artifacts.judge import JudgeVerdict, VerdictSummary
+from datafarm.artifacts.ledger_entry import LedgerActor, LedgerEvent, LedgerOutcome
+from datafarm.artifacts.stages import Stage
 from datafarm.errors import InputError, IntegrityError, StateError
 from datafarm.harness.rollout import request_rollout, run_rollout
 from datafarm.harness.seeds import (
@@ -79,6 +82,43 @@ def test_a_replaced_or_exposed_secret_is_refused(tmp_path):
     path.write_bytes(b"0" * 64)  # someone picks the secret to steer which scenes admission draws
     with pytest.raises(IntegrityError, match="replaced"):
         admission_seeds(tmp_path, 2)
+
+
+def test_a_kill_around_creating_the_secret_leaves_none_or_a_whole_one_that_resume_commits(tmp_path, monkeypatch):
+    ledger = Ledger(tmp_path)
+    # killed before the secret was linked into place: only a staging file, no secret
+    monkeypatch.setattr(os, "link", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        create_secret(tmp_path, ledger)
+    monkeypatch.undo()
+    assert not secret_path(tmp_path).exists() and not ledger.exists()
+    # killed after the link, before the ledger entry: a whole secret without its commitment
+    monkeypatch.setattr(Ledger, "append", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        create_secret(tmp_path, ledger)
+    monkeypatch.undo()
+    secret = secret_path(tmp_path).read_bytes()
+    assert not ledger.exists()
+    digest = create_secret(tmp_path, ledger)  # what resume does
+    assert digest == hashlib.sha256(secret).hexdigest()
+    [entry] = ledger.entries()
+    assert entry.details[COMMIT_KEY] == digest and "committed now" in entry.reason
+    assert admission_seeds(tmp_path, 2, ledger) == [admission_seed(secret, i) for i in range(2)]
+
+
+def test_a_cut_short_secret_or_one_used_before_its_commitment_is_refused(tmp_path):
+    path = secret_path(tmp_path)
+    path.parent.mkdir(mode=0o700)
+    path.write_bytes(b"")
+    path.chmod(0o600)
+    with pytest.raises(IntegrityError, match="cut short"):
+        create_secret(tmp_path)
+    path.write_bytes(b"ab" * 32)
+    ledger = Ledger(tmp_path)
+    ledger.append(Stage.rollout, LedgerEvent.rollout, LedgerOutcome.ok, "TEST FIXTURE: an admission rollout",
+                  actor=LedgerActor(role="harness"), details={"admission_index": 0})
+    with pytest.raises(IntegrityError, match="no commitment"):
+        create_secret(tmp_path, ledger)
 
 
 def test_only_b_dev_seeds_are_dev_seeds():
