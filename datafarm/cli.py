@@ -152,13 +152,16 @@ def render(
     task_dir: Annotated[Path, typer.Argument(help="The task folder.")],
     episode: Annotated[str, typer.Option("--episode", help="Episode id under episodes/.")],
 ) -> None:
-    """Re-render one episode's obs/ and sim/ videos with the task's R (a new render entry in the ledger)."""
-    from datafarm.pipeline import record_render
+    """Re-render one episode's obs/ and sim/ videos with the task's R (a new render entry in the ledger);
+    its old render, verification and review move to attempts/<id>/rerender/."""
+    from datafarm.pipeline import rerender_episode
     from datafarm.taskdir import TaskDir
 
     with err.status(f"rendering {episode}..."):
-        record = record_render(TaskDir(task_dir), episode, reason="datafarm render (re-render on request)")
-    out.print(f"rendered {episode} with {record.renderer}: {task_dir / 'episodes' / episode / 'obs'}")
+        record = rerender_episode(TaskDir(task_dir), episode)
+    out.print(f"rendered {episode} with {record.renderer}: {task_dir / 'episodes' / episode / 'obs'}; "
+              f"the previous render (if any) is kept in {task_dir / 'attempts' / episode}/; run `datafarm compile "
+              "--resume` to verify and review it")
 
 
 @app.command()

@@ -61,7 +61,7 @@ from datafarm.artifacts.ledger_entry import (
 )
 from datafarm.artifacts.request import Request
 from datafarm.artifacts.stages import Stage
-from datafarm.errors import DatafarmError, InputError
+from datafarm.errors import DatafarmError, InputError, StateError
 from datafarm.hashing import sha256_file
 from datafarm.ledger import Ledger
 from datafarm.taskdir import TaskDir
@@ -362,7 +362,7 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_symlink() or p.is_file())
 
 
-def _record_move(ctx: PipelineContext, stage: Stage, files: list[Path], source: Path, dest: Path, *,
+def _record_move(ctx: PipelineContext | _Folder, stage: Stage, files: list[Path], source: Path, dest: Path, *,
                  action: str, reason: str, event: LedgerEvent = LedgerEvent.note,
                  outcome: LedgerOutcome = LedgerOutcome.info, route_to: Stage | None = None,
                  details: Mapping[str, object] | None = None) -> LedgerEntry:
@@ -432,7 +432,7 @@ def _aside_folder(task: TaskDir, episode_id: str, label: str) -> Path:
     return folder
 
 
-def _set_aside(ctx: PipelineContext, stage: Stage, episode_id: str, files: list[Path], label: str, reason: str,
+def _set_aside(ctx: PipelineContext | _Folder, stage: Stage, episode_id: str, files: list[Path], label: str, reason: str,
                layers: Iterable[str], **details: object) -> LedgerEntry:
     """Move some files of a live episode to `attempts/<id>/<label>/`, recorded (a `note`)."""
     folder = ctx.task.episode(episode_id)
@@ -834,6 +834,59 @@ def record_render(task: TaskDir, episode_id: str, *, ledger: Ledger | None = Non
         reason=reason or f"rendered {episode_id} with {record.renderer}{what}", actor=HARNESS,
         outputs=_hashes(task, written), details=details)
     return record
+
+
+@dataclass
+class _Folder:
+    """A task folder and its ledger: what moving files aside needs (no request, no agents)."""
+
+    task: TaskDir
+    ledger: Ledger
+
+
+RERENDER_LABEL = "rerender"
+"""Folder under `attempts/<id>/` that `datafarm render --episode` moves an episode's old render to."""
+
+
+def rerender_episode(task: TaskDir, episode_id: str):
+    """`datafarm render TASK --episode ID`: render one live episode again with the task's R as it is now
+    (after R was changed, say), as a new render entry in the ledger. Its current render and the
+    verification and review made of it are first moved to `attempts/<id>/rerender[.k]/`, recorded, so
+    nothing is lost and `datafarm compile --resume` verifies and reviews the new render. Holds the
+    task's compile lock. StateError, with nothing changed, for an episode that is not live (no passing
+    admission rollout wrote it, or it was moved out) or that is admitted (its q records its videos)."""
+    from datafarm.compiler import compile_lock
+
+    with compile_lock(task):
+        ledger = Ledger(task.ledger)
+        books = episode_books(ledger.entries())
+        book, folder = books.get(episode_id), task.episode(episode_id)
+        live = sorted(b.episode_id for b in books.values()
+                      if b.rollout is not None and b.removed is None and task.episode(b.episode_id).is_dir())
+        if book is None or book.rollout is None or book.removed is not None or not folder.is_dir():
+            raise StateError(f"{folder}: not a live episode of this task (the ledger records no passing admission "
+                             "rollout that wrote it, or it was moved to attempts/); nothing was changed. Live episodes: "
+                             + (", ".join(live) or "none"))
+        if book.admitted:
+            raise StateError(f"{folder}: admitted ({ADMISSION} records the sha256 of its videos); rendering it again "
+                             "would take it out of the certified dataset, so nothing was changed. To render the task "
+                             "differently, compile its request again into another folder (--out)")
+        layers = ("render", "verify", "review")
+        files = [p for layer in layers for name in LAYER_FILES[layer]
+                 for p in ([folder / name] if (folder / name).is_file() else _files(folder / name))]
+        if files:
+            _set_aside(_Folder(task, ledger), Stage.render, episode_id, files, RERENDER_LABEL,
+                       f"{episode_id}: rendered again on request (datafarm render --episode); its render, "
+                       "verification and review are kept in attempts/", layers)
+        record = record_render(task, episode_id, ledger=ledger, reason=f"{episode_id}: rendered again on request "
+                               "(datafarm render --episode) with the task's R as it is now")
+        # reopens verify and the stages after it for `compile --resume`; an episode's route, so no
+        # stage's retry budget is spent on it
+        ledger.append(stage=Stage.render, event=LedgerEvent.route, outcome=LedgerOutcome.info, route_to=Stage.verify,
+                      reason=f"{episode_id}: rendered again on request; compile --resume verifies, reviews and "
+                             "admits the new render", actor=HARNESS,
+                      details={"episode_id": episode_id, "action": RERENDER_LABEL})
+        return record
 
 
 def _earliest(stages: Iterable[Stage | None], default: Stage) -> Stage:

@@ -55,6 +55,8 @@ class Compiled:
     """The task folder after stage 9: every episode rendered, verified and reviewed; none admitted."""
     admitted: Path
     """The same compile resumed to the end: every episode admitted, the dataset certified."""
+    request: Path
+    """The request compiled (a copy of the example's asking for EPISODES episodes)."""
 
 
 def _progress() -> Callable[[str], None]:
@@ -90,7 +92,7 @@ def compile_example(base: Path, episodes: int = EPISODES) -> Compiled:
     resumed = compile_request(request_path, output=out, resume=True, progress=progress)
     assert resumed.pipeline.stopped_at is None, \
         f"compile --resume stopped at {resumed.pipeline.stopped_at}: {resumed.pipeline.stop_reason}"
-    return Compiled(reviewed=reviewed, admitted=task.root)
+    return Compiled(reviewed=reviewed, admitted=task.root, request=request_path)
 
 
 # --- reading it -----------------------------------------------------------------------------------
