@@ -912,10 +912,16 @@ def _calibrated(ctx: PipelineContext) -> bool:
         and recorded[-1].outputs.get("verifier/spec.json") == sha256_file(spec)
 
 
+CALIBRATION_ESCAPE_TRIES = 2
+"""Episodes calibration is tried on while corruptions escape the spec: an escape on one episode can be
+that episode's (too little motion to shift), on two it is the spec's (a calibration takes minutes)."""
+
+
 def _calibrate(ctx: PipelineContext, episodes: list[str]) -> None:
     """Calibrate the verifier spec on the first episode whose clean render passes and catches every
     corruption (a spec that fails is not used). None does: episodes whose clean render failed are routed
-    back to render; if every clean render passed, a corruption escaped the spec: no retry changes that."""
+    back to render; if corruptions escaped on CALIBRATION_ESCAPE_TRIES episodes (or on every episode
+    tried), the spec is at fault: no retry changes that."""
     from datafarm.verifiers import (
         CalibrationFailed,
         calibrate,
@@ -944,6 +950,8 @@ def _calibrate(ctx: PipelineContext, episodes: list[str]) -> None:
                 clean_failed[eid] = (Stage.render, f"its clean render fails check(s) {checks} in calibration")
             else:
                 escaped.append(f"on {eid}: {summary}")
+                if len(escaped) >= CALIBRATION_ESCAPE_TRIES:
+                    break
             continue
         ctx.ledger.append(stage=Stage.verify, event=LedgerEvent.check, outcome=LedgerOutcome.ok,
                           reason=f"verifier spec calibrated on {eid}: every corruption caught, the clean episode passes",

@@ -209,3 +209,38 @@ def test_a_verification_of_an_earlier_render_is_set_aside(tmp_path):
     assert (folder / "render.json").read_text() == '{"render": 2}'
     kept = ctx.task.attempts_dir / "adm-0000-a" / "interrupted" / "verification.json"
     assert kept.read_text() == '{"of": "render 1"}'
+
+
+class _EscapedReport:
+    """What CalibrationFailed carries, for a spec that lets one corruption escape."""
+
+    def __init__(self, episode_id: str) -> None:
+        self.episode_id, self.escaped, self.clean_failures = episode_id, ["duplicate_object"], []
+
+    def summary(self) -> str:
+        return "duplicate_object escaped every check"
+
+
+def test_calibration_stops_once_corruptions_escape_on_two_episodes(tmp_path, monkeypatch):
+    """Each calibration takes minutes: a spec that lets corruptions escape on two episodes is refused
+    without trying the rest (final: no retry changes it), each try recorded."""
+    from datafarm import verifiers
+    from datafarm.verifiers.report import CalibrationFailed
+
+    ctx = fresh_context(tmp_path)
+    tried: list[str] = []
+
+    def calibrate(root, eid, spec, evidence=None):
+        tried.append(eid)
+        raise CalibrationFailed(_EscapedReport(eid))
+
+    monkeypatch.setattr(verifiers, "derive_spec", lambda root: "SPEC")
+    monkeypatch.setattr(verifiers, "save_spec", lambda root, spec: None)
+    monkeypatch.setattr(verifiers, "gather_evidence", lambda root, eid, spec: None)
+    monkeypatch.setattr(verifiers, "calibrate", calibrate)
+    with pytest.raises(pipeline.StageRejected) as caught:
+        pipeline._calibrate(ctx, ["adm-0000-a", "adm-0001-b", "adm-0002-c", "adm-0003-d"])
+    assert tried == ["adm-0000-a", "adm-0001-b"]
+    assert caught.value.final and "duplicate_object escaped" in caught.value.reason
+    notes = [e for e in ctx.ledger.entries() if e.details.get("calibration_episode")]
+    assert [e.details["calibration_episode"] for e in notes] == tried
