@@ -35,7 +35,7 @@ demo: setup
 
 # The whole suite, slow end-to-end tests included.
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
 
 # Everything but tests marked slow, for quick iteration.
 test-fast: setup
