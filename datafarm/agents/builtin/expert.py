@@ -449,6 +449,7 @@ _COMMON: dict[str, Any] = {
     "min_grip_width": 0.004,
     "carry_clearance": 0.04,
     "carry_yaws": [0.0, 30.0, -30.0, 60.0, -60.0],
+    "carry_pulls": [0.06, 0.12],
     "place_offset": [0.0, 0.0, 0.0],
     "release_clearance": 0.004,
     "lower_seconds": None,

@@ -65,6 +65,26 @@ def low_drawer_grounding() -> Grounding:
     return Grounding.model_validate(data)
 
 
+def side_drawer_grounding() -> Grounding:
+    """One PiPER arm, a low cabinet ahead of it facing it (its drawer 8.4 cm high, 5 cm up) and the
+    block far to the other side, level with the cabinet's front (as the generality scenes draw it,
+    seed 20266): carried straight from there towards the drawer, the block clips the cabinet's corner."""
+    data = drawer_grounding().model_dump(mode="json")
+    data["robot"] = {"kind": "piper", "arms": [{"name": "arm", "base": {"position": [-0.405, 0.013, 0.0],
+                                                                      "quaternion": [0.99992, 0.0, 0.0, 0.0125]},
+                                                "base_tag": "measured"}]}
+    cabinet = next(o for o in data["objects"] if o["id"] == "cabinet")
+    cabinet["pose"] = {"position": [0.121, -0.096, 0.0], "quaternion": [0.0244, 0.0, 0.0, -0.9997]}
+    cabinet["size"] = {"x": tagged(0.261), "y": tagged(0.278), "z": tagged(0.186)}
+    cabinet["drawer_bottom"] = tagged(0.0465)
+    cabinet["drawer_height"] = tagged(0.0837)
+    cabinet["drawer_travel"] = tagged(0.157, "assumed")
+    block = next(o for o in data["objects"] if o["id"] == "red_block")
+    block["pose"] = {"position": [-0.015, 0.228, 0.0], "quaternion": [0.9886, 0.0, 0.0, -0.1506]}
+    block["size"] = {"x": tagged(0.047), "y": tagged(0.05), "z": tagged(0.039)}
+    return Grounding.model_validate(data)
+
+
 def judge_for(contract: TaskContract, grounding: Grounding) -> JudgeSpec:
     """J for T: the builtin judge-writer's."""
     from datafarm.agents.builtin.judge_writer import judge_for as builtin_judge

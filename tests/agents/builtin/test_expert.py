@@ -39,7 +39,11 @@ from datafarm.agents.messages import (
 from datafarm.artifacts.contract import TaskContract
 from datafarm.artifacts.grounding import Grounding
 from datafarm.sim.world import build_world
-from tests.agents.builtin.expert_fixtures import CASES, contract_from_text
+from tests.agents.builtin.expert_fixtures import (
+    CASES,
+    contract_from_text,
+    side_drawer_grounding,
+)
 
 
 def _renamed(grounding: Grounding, names: dict[str, str], shift: float = 0.03) -> Grounding:
@@ -347,3 +351,67 @@ def test_plan_from_request_reads_seeds_rate_and_budget():
     request = ModelRequest(system="", messages=(Message.user("Stage: expert. dev pass rate 0.6, at most 2 versions"),),
                            tools=specs)
     assert expert.plan_from_request(request) == (DevPlan((3, 7, 9), 0.6), 2)
+
+
+class _StillRobot:
+    """A harness stand-in for planning only: it reports G's object poses, the drawer `opening` open
+    and the arm folded at rest; it takes no commands (the test stops before the first one)."""
+
+    def __init__(self, grounding: Grounding, opening: float):
+        world = build_world(grounding)
+        self.arms = [a.name for a in grounding.robot.arms]
+        self.info = {"arms": {}}
+        self.state = {"arms": {}, "drawers": {}, "objects": {}}
+        for arm in self.arms:
+            limits = world.robot.limits(arm)
+            self.info["arms"][arm] = {"lower": list(limits.lower), "upper": list(limits.upper),
+                                      "gripper_max_width": scene_spec(grounding)["gripper"]["max_width"]}
+            q = np.zeros(len(limits.lower))
+            spec = scene_spec(grounding)["arms"][arm]
+            tcp = rt.Kinematics(spec["chain"], spec["base_matrix"], spec["tcp"], limits.lower, limits.upper).forward(q)[0]
+            self.state["arms"][arm] = {"q": list(q), "target": list(q), "tcp": {
+                "position": list(tcp[:3, 3]), "quaternion": [float(v) for v in rt.matrix_to_quat(tcp[:3, :3])]}}
+        for obj in grounding.objects:
+            self.state["objects"][obj.id] = {"position": list(obj.pose.position), "quaternion": list(obj.pose.quaternion)}
+            if obj.kind == "drawer_cabinet":
+                self.state["drawers"][obj.id] = opening
+
+    def observe(self):
+        return self.state
+
+
+def test_an_item_level_with_a_cabinets_front_is_carried_back_towards_the_arm_first(monkeypatch):
+    from datafarm.agents.builtin.controllers import families
+
+    g = side_drawer_grounding()
+    t = contract_from_text("Open the drawer, put the red block inside and close the drawer.")(g)
+    task = task_spec(g, t)
+    planned: dict[str, list] = {}
+
+    class Planned(Exception):
+        pass
+
+    def plan_only(scene, oid, preferred, then, arms=None, adjust=None, pulls=(0.0,)):
+        planned[str(scene.params["carry_pulls"])] = rt.plan_pick(scene, oid, preferred, then, arms, adjust=adjust, pulls=pulls)
+        raise Planned
+
+    monkeypatch.setattr(rt, "pick_for", plan_only)
+    monkeypatch.setattr(families, "move_drawer", lambda scene, task, opening, preferred=None: scene.arms[0])
+    monkeypatch.setattr(families, "park", lambda scene, arm: None)
+    params = default_params(g, t)
+    opening = params["open_fraction"] * task["travel"] - 0.007  # where the slide stops, a little short
+    for pulls in ([], params["carry_pulls"]):
+        scene = rt.Scene(_StillRobot(g, opening), scene_spec(g), {**params, "carry_pulls": pulls})
+        with pytest.raises(Planned):
+            families.drawer_put_inside(scene, task)
+    # carried straight, every grip's load or hand clips the cabinet's corner (or is out of reach) ...
+    assert not rt.planned(planned["[]"])
+    # ... drawn back towards the arm first, it passes in front of the cabinet and over the drawer
+    ranked = planned[str(params["carry_pulls"])]
+    assert rt.planned(ranked)
+    grip = ranked[0]
+    assert grip.pull > 0
+    lifted, first = grip.tcp + params["lift_height"] * rt.EZ, grip.then[0][0]
+    base = np.asarray(g.robot.arms[0].base.position)
+    assert np.linalg.norm((first - base)[:2]) < np.linalg.norm((lifted - base)[:2]) - 0.5 * grip.pull
+    assert first[2] == pytest.approx(lifted[2], abs=0.02)

@@ -534,6 +534,7 @@ class Grip:
         self.then = []
         self.load = None
         self.from_above = False
+        self.pull = 0.0  # how far the carry first draws the object back towards the arm (see place_waypoints)
 
 
 def yawed(frame, degrees):
@@ -676,11 +677,18 @@ def place_waypoints(scene, grip, offset, goal, clearance, travel=None, touch=())
     down to it (into or onto the objects `touch` names). `travel` = (height, inside): over the region where
     `inside(xy)` holds (around the goal) the object's middle must be at least at `height` (to pass over
     a rim or a wall): when the straight carry would be lower where it enters the region, it goes by
-    way of that point raised to the height (or straight up first, when it starts inside)."""
+    way of that point raised to the height (or straight up first, when it starts inside). A grip with
+    a `pull` first draws the object that far back towards its arm's base, level: an item standing
+    beside a tall object, level with its front, clips that object's corner on the straight carry."""
     r = grip.carry.matrix
     start = grip.tcp + scene.params["lift_height"] * EZ + offset  # the object's middle after the lift
     over = goal + clearance * EZ
     waypoints = []
+    if grip.pull > 0:
+        back = (scene.base(grip.arm) - start) * np.array([1.0, 1.0, 0.0])
+        if np.linalg.norm(back) > grip.pull:
+            start = start + grip.pull * unit(back)
+            waypoints.append(start.copy())
     if travel is not None:
         height, inside = travel
         over[2] = max(float(over[2]), height)
@@ -725,8 +733,10 @@ def planned(options):
     return bool(options) and getattr(options[0], "joints", None) is not None
 
 
-def plan_pick(scene, oid, preferred_arm, then, arms=None, exclude=(), yaws=True, adjust=None):
-    """The grips of `oid` ranked by `first_feasible` for the pick followed by `then(grip, offset)`."""
+def plan_pick(scene, oid, preferred_arm, then, arms=None, exclude=(), yaws=True, adjust=None, pulls=(0.0,)):
+    """The grips of `oid` ranked by `first_feasible` for the pick followed by `then(grip, offset)`;
+    each of `pulls` (a grip's `pull`, for a `then` that carries with `place_waypoints`) is tried only
+    when the ones before it gave no plan."""
 
     def waypoints(grip):
         extra = then(grip, held_offset(scene, grip, oid))
@@ -736,26 +746,30 @@ def plan_pick(scene, oid, preferred_arm, then, arms=None, exclude=(), yaws=True,
         return grip_waypoints(scene, grip) + extra
 
     ranked = []
-    for turns in ((0.0,), scene.params["carry_yaws"])[:2 if yaws else 1]:
-        candidates = [g for g in grips(scene, oid, preferred_arm, arms, turns) if (g.arm, g.index) not in exclude]
-        if adjust is not None:
-            candidates = [adjust(g) for g in candidates]
-        ranked = first_feasible(scene, candidates, lambda g: g.arm, waypoints, f"grasp {oid}")
-        if planned(ranked):
-            break
+    for pull in pulls:
+        for turns in ((0.0,), scene.params["carry_yaws"])[:2 if yaws else 1]:
+            candidates = [g for g in grips(scene, oid, preferred_arm, arms, turns)
+                          if (g.arm, g.index, pull) not in exclude]
+            for grip in candidates:
+                grip.pull = pull
+            if adjust is not None:
+                candidates = [adjust(g) for g in candidates]
+            ranked = first_feasible(scene, candidates, lambda g: g.arm, waypoints, f"grasp {oid}")
+            if planned(ranked):
+                return ranked
     return ranked
 
 
-def pick_for(scene, oid, preferred_arm, then, arms=None, adjust=None):
+def pick_for(scene, oid, preferred_arm, then, arms=None, adjust=None, pulls=(0.0,)):
     """Grasp `oid` and lift it, with a grip that can then also make the motion `then(grip, offset)`
     lists (waypoints; None when that grip cannot); `adjust(grip)` may change a candidate first (its
-    carry orientation). Each try re-reads the object's pose (a miss can move it). Returns the `Held`
-    (with `.grip`); StepFailed after `grasp_attempts` tries."""
+    carry orientation); `pulls` as for `plan_pick`. Each try re-reads the object's pose (a miss can
+    move it). Returns the `Held` (with `.grip`); StepFailed after `grasp_attempts` tries."""
     params = scene.params
     tried = set()
     for _ in range(params["grasp_attempts"]):
-        for grip in plan_pick(scene, oid, preferred_arm, then, arms, tried, adjust=adjust):
-            tried.add((grip.arm, grip.index))
+        for grip in plan_pick(scene, oid, preferred_arm, then, arms, tried, adjust=adjust, pulls=pulls):
+            tried.add((grip.arm, grip.index, grip.pull))
             held = try_grip(scene, oid, grip)
             if held is not None:
                 held.grip = grip
@@ -841,7 +855,8 @@ def pick_and_place(scene, oid, preferred_arm, goal_for, clearance, travel=None, 
     it), by way of `clearance` straight above the goal (and `travel`, see `place_waypoints`); carry it
     there. `required_arm` (the contract names who grasps) must make the grasp. When no one arm can do
     it all, and the robot has two, hand it over: one arm sets it down where the other can pick it up
-    and finish. Returns (held, goal)."""
+    and finish. When no grip can carry it straight, carries that first draw it back towards the arm
+    by each of `carry_pulls` are tried. Returns (held, goal)."""
     params = scene.params
 
     def then(grip, offset):
@@ -856,7 +871,7 @@ def pick_and_place(scene, oid, preferred_arm, goal_for, clearance, travel=None, 
             log(f"no arm can do it alone: {first} hands {oid} over at {np.round(spot, 3).tolist()}")
             hand_over(scene, oid, first, spot)
             arms = [a for a in scene.arms if a != first]
-    held = pick_for(scene, oid, preferred_arm, then, arms)
+    held = pick_for(scene, oid, preferred_arm, then, arms, pulls=(0.0, *params.get("carry_pulls", ())))
     offset = held.frame.matrix @ held.local  # as actually held
     goal = goal_for(held.grip, offset)
     if goal is None:
