@@ -938,7 +938,7 @@ def _calibrate(ctx: PipelineContext, episodes: list[str]) -> None:
     for eid in episodes:
         ctx.progress(f"calibrating the verifier on {eid}")
         try:
-            calibrate(ctx.task.root, eid, spec, evidence=gather_evidence(ctx.task.root, eid, spec))
+            report = calibrate(ctx.task.root, eid, spec, evidence=gather_evidence(ctx.task.root, eid, spec))
         except CalibrationFailed as e:
             summary = e.report.summary().replace("\n", "; ")
             ctx.ledger.append(stage=Stage.verify, event=LedgerEvent.note, outcome=LedgerOutcome.fail,
@@ -954,8 +954,11 @@ def _calibrate(ctx: PipelineContext, episodes: list[str]) -> None:
                     break
             continue
         ctx.ledger.append(stage=Stage.verify, event=LedgerEvent.check, outcome=LedgerOutcome.ok,
-                          reason=f"verifier spec calibrated on {eid}: every corruption caught, the clean episode passes",
-                          actor=HARNESS, outputs=verifier_files(ctx.task.root), details={"calibration_episode": eid})
+                          reason=f"verifier spec calibrated on {eid}: every corruption caught"
+                                 + (f" but {', '.join(report.not_applicable)} (not applicable to it: their checks not "
+                                    "exercised)" if report.not_applicable else "") + ", the clean episode passes",
+                          actor=HARNESS, outputs=verifier_files(ctx.task.root),
+                          details={"calibration_episode": eid, "not_applicable": list(report.not_applicable)})
         return
     if escaped:
         raise StageRejected(Stage.verify, "the verifier spec failed calibration (not used): " + " | ".join(escaped),

@@ -1,8 +1,9 @@
 """What the checks measure on the rendered video, computed once per set of videos: the background
 plate each pixel is compared with (the clip's real background, or the video's own median outside the
-sim's foreground), and per object where the video looks like that object (within the colour
+sim's foreground), and per object where the video looks like that object (within its colour
 tolerance of one of its colours and closer to them than to the background) and where the background
-itself looks like it (so nothing can be judged there).
+itself looks like it (so nothing can be judged there). An object's colour tolerance is the shared
+one unless the object stands close to its real surroundings (`object_tolerance`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ class ViewAnalysis:
     """Object id -> (H, W) bool: the background itself looks like the object there (within the colour
     tolerance; for unknown background, its known surroundings do), so the video cannot show whether the
     object is there: such pixels are not judged for that object."""
+    tolerance: dict[str, float] = field(default_factory=dict)
+    """Object id -> the colour tolerance it is judged with in this view (`object_tolerance`)."""
+    separation: dict[str, float | None] = field(default_factory=dict)
+    """Object id -> its colour's separation from its real surroundings in this view (None: not measured)."""
+    confusable: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Object id -> classes (1 robot, 2 + k object k) whose own real pixels in this view often look like
+    the object (`confusable_classes`): where the sim projects them, the video cannot show where the
+    object ends. Empty under a spec without `colour_contrast` (as such specs were calibrated)."""
 
 
 @dataclass
@@ -123,9 +132,14 @@ def analyse_view(camera: CameraEvidence, frames: np.ndarray, spec: VerifierSpec,
     view = ViewAnalysis(name=camera.name, obs=frames, grown=grown, plate=plate, known=known, own_plate=own,
                         own_known=known_own)
     plate_lab = to_lab(plate)
-    for oid in evidence.object_ids:
+    # a spec from before the colour-contrast rule re-verifies as it was calibrated: nothing confusable
+    real_lab = None if spec.colour_contrast is None else to_lab(apply_gains(camera.clip_median, evidence.light_gains))
+    for k, oid in enumerate(evidence.object_ids):
+        view.tolerance[oid], view.separation[oid] = object_tolerance(camera, k, oid, spec, evidence)
+        view.confusable[oid] = (frozenset() if real_lab is None
+                                else confusable_classes(camera, k, oid, view.tolerance[oid], real_lab))
         view.likeness[oid] = np.zeros(grown.shape, bool)
-        view.ambiguous[oid] = _ambiguous(camera.colours[oid].distance(plate_lab) < common.colour_tolerance, known)
+        view.ambiguous[oid] = _ambiguous(camera.colours[oid].distance(plate_lab) < view.tolerance[oid], known)
     # a few frames at a time, so long episodes never hold their whole video in Lab
     for start in range(0, len(frames), CHUNK_FRAMES):
         lab = to_lab(frames[start:start + CHUNK_FRAMES])
@@ -134,7 +148,7 @@ def analyse_view(camera: CameraEvidence, frames: np.ndarray, spec: VerifierSpec,
         norms = np.einsum("...i,...i->...", lab, lab)
         for oid in evidence.object_ids:
             d = camera.colours[oid].distance(lab, norms)
-            view.likeness[oid][start:start + CHUNK_FRAMES] = (d < common.colour_tolerance) & (d < to_plate)
+            view.likeness[oid][start:start + CHUNK_FRAMES] = (d < view.tolerance[oid]) & (d < to_plate)
     return view
 
 
@@ -142,6 +156,60 @@ AMBIGUOUS_SURROUNDINGS = 0.1
 """An unknown stretch of background counts as object-like when this share of its known surroundings is."""
 SURROUNDINGS_PX = 6
 """How far around an unknown stretch of background its surroundings reach, pixels."""
+
+MIN_SURROUNDINGS = 20
+"""Fewest real background pixels around an object for its separation from them to be measured."""
+
+
+def object_tolerance(camera: CameraEvidence, k: int, object_id: str, spec: VerifierSpec,
+                     evidence: SimEvidence) -> tuple[float, float | None]:
+    """(colour tolerance, separation) of object k in one view.
+
+    K's shared tolerance is wide, so that shading and a renderer's colour drift still look like the
+    object. An object whose colour lies closer than that to the background around it (a beige drum on
+    a wood table before a grey wall) would then have its background look like it everywhere: nothing
+    near it could be judged, and its deletion, duplication or recolouring would go unseen. Its
+    separation is measured on its real surroundings: the clip's real background (under the episode's
+    light cast) in a band SURROUNDINGS_PX wide just beyond the mask margin around where the clip and the
+    sim put it; the spec's `colour_contrast` turns it into the tolerance (a share of the separation,
+    between its minimum and the shared tolerance). It uses the evidence alone, never the video being
+    verified, so a corrupted video cannot loosen its own judgement. The shared tolerance holds for a
+    spec without that rule, under an ood tablecloth (the real table is not what surrounds the object)
+    and where too little real background surrounds the object (separation None)."""
+    common, rule = spec.common, spec.colour_contrast
+    if rule is None or "tablecloth" in evidence.variations:
+        return float(common.colour_tolerance), None
+    reach = 2 * common.mask_margin_px + 2
+    key = ("surroundings", k, reach)
+    if key not in camera.cache:
+        around = (camera.reference_classes == 2 + k) | (camera.classes == 2 + k).any(axis=0)
+        clear = ~dilate(camera.reference_classes != 0, reach)
+        camera.cache[key] = dilate(around, reach + SURROUNDINGS_PX) & clear
+    band = camera.cache[key]
+    if band.sum() < MIN_SURROUNDINGS:
+        return float(common.colour_tolerance), None
+    real = to_lab(apply_gains(camera.clip_median, evidence.light_gains)[band])
+    separation = float(np.percentile(camera.colours[object_id].distance(real), rule.percentile))
+    tolerance = min(float(common.colour_tolerance), max(float(rule.min_tolerance), rule.share * separation))
+    return tolerance, separation
+
+
+CONFUSABLE_SHARE = 0.25
+"""The robot or another object is confusable with an object when this share of its real pixels looks
+like it (a grey scale and the robot's dark grey gripper: about half; a red apple and the robot: none)."""
+
+
+def confusable_classes(camera: CameraEvidence, k: int, object_id: str, tolerance: float,
+                       real_lab: np.ndarray) -> frozenset[int]:
+    """The classes other than object k (the robot, other objects) of which CONFUSABLE_SHARE or more of
+    the real pixels (the clip's view of G's scene, `real_lab` its median frame in weighted Lab) lie
+    within `tolerance` of object k's colours: evidence alone, like the tolerance."""
+    near = camera.colours[object_id].distance(real_lab) < tolerance
+    out = set()
+    for c in np.unique(camera.reference_classes):
+        if c != 0 and c != 2 + k and near[camera.reference_classes == c].mean() >= CONFUSABLE_SHARE:
+            out.add(int(c))
+    return frozenset(out)
 
 
 def _ambiguous(object_like: np.ndarray, known: np.ndarray) -> np.ndarray:

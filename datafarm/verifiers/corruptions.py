@@ -61,12 +61,16 @@ class Source:
 
     def main_object(self) -> tuple[int, str]:
         """(index, id) of the object judged in the most frames over all views (ties: G order)."""
+        return self.objects_by_visibility()[0]
+
+    def objects_by_visibility(self) -> list[tuple[int, str]]:
+        """(index, id) of every object judged in some frame, most judged frames first (ties: G order)."""
         ev = self.evidence
         counts = [sum(len(self.judged(oid, c)) for c in ev.cameras) for oid in ev.object_ids]
         if not counts or max(counts) == 0:
             raise NotApplicable("no object is projected large enough in any view")
-        k = int(np.argmax(counts))
-        return k, ev.object_ids[k]
+        order = sorted(range(len(counts)), key=lambda k: (-counts[k], k))
+        return [(k, ev.object_ids[k]) for k in order if counts[k] > 0]
 
     def moving_object(self) -> tuple[int, str, float]:
         """(index, id, travel px) of the object that moves in the world and whose projection travels
@@ -134,25 +138,29 @@ def _offset_for(src: Source, name: str, k: int, oid: str) -> tuple[int, int] | N
 
 
 def duplicate_object(src: Source) -> tuple[Videos, str]:
-    """Draw a second copy of the most visible object beside it (a constant offset per view, on free background)."""
-    k, oid = src.main_object()
+    """Draw a second copy of the most visible object beside it (a constant offset per view, on free
+    background); when no view has room for a copy of it (a cabinet filling the view), of the next most
+    visible object that has room."""
     out = _copy(src.obs)
-    placed = []
-    for name, cam in src.evidence.cameras.items():
-        offset = _offset_for(src, name, k, oid)
-        if offset is None:
-            continue
-        dx, dy = offset
-        h, w = cam.classes.shape[1:]
-        for t in src.judged(oid, name):
-            ys, xs = np.nonzero(cam.object_mask(k, int(t)))
-            ty, tx = ys + dy, xs + dx
-            inside = (ty >= 0) & (ty < h) & (tx >= 0) & (tx < w)
-            out[name][t][ty[inside], tx[inside]] = src.obs[name][t][ys[inside], xs[inside]]
-        placed.append(f"{name} ({dx:+d}, {dy:+d}) px")
-    if not placed:
-        raise NotApplicable(f"no view has room for a copy of {oid}")
-    return out, f"a copy of {oid} drawn at offsets {', '.join(placed)} in every frame it is seen"
+    tried = []
+    for k, oid in src.objects_by_visibility():
+        placed = []
+        for name, cam in src.evidence.cameras.items():
+            offset = _offset_for(src, name, k, oid)
+            if offset is None:
+                continue
+            dx, dy = offset
+            h, w = cam.classes.shape[1:]
+            for t in src.judged(oid, name):
+                ys, xs = np.nonzero(cam.object_mask(k, int(t)))
+                ty, tx = ys + dy, xs + dx
+                inside = (ty >= 0) & (ty < h) & (tx >= 0) & (tx < w)
+                out[name][t][ty[inside], tx[inside]] = src.obs[name][t][ys[inside], xs[inside]]
+            placed.append(f"{name} ({dx:+d}, {dy:+d}) px")
+        if placed:
+            return out, f"a copy of {oid} drawn at offsets {', '.join(placed)} in every frame it is seen"
+        tried.append(oid)
+    raise NotApplicable(f"no view has room for a copy of {', '.join(tried)}")
 
 
 def enlarge_object(src: Source) -> tuple[Videos, str]:
@@ -265,17 +273,25 @@ def paste_reference_layout(src: Source) -> tuple[Videos, str]:
     the sim's objects removed, the reference frame's objects pasted (behind the robot)."""
     ev = src.evidence
     out = _copy(src.obs)
-    moved = []
+    moved, offsets = [], []
     for k, oid in enumerate(ev.object_ids):
         for name, cam in ev.cameras.items():
             place = cam.reference_classes == 2 + k
+            judged = src.judged(oid, name)
             if place.sum() >= ev.cameras[name].tracks[oid].typical_area * 0.3 and place.any():
-                free = [(place & ~dilate(cam.foreground(int(t)), 1)).sum() >= 0.5 * place.sum()
-                        for t in src.judged(oid, name)]
+                free = [(place & ~dilate(cam.foreground(int(t)), 1)).sum() >= 0.5 * place.sum() for t in judged]
                 if any(free):
                     moved.append(oid)
+                if len(judged):
+                    ys, xs = np.nonzero(place)
+                    track = cam.tracks[oid]
+                    gap = np.hypot(track.centroids[judged, 0] - xs.mean(), track.centroids[judged, 1] - ys.mean())
+                    offsets.append(float(gap.max()) / max(1.0, track.diameter))
     if not moved:
-        raise NotApplicable("no object leaves its reference-frame place in any view")
+        # the reference layout is then the sim's own layout: pasting it makes no defect to catch
+        how_far = f" (its sim centroid stays within {max(offsets):.2f} diameters of it)" if offsets else ""
+        raise NotApplicable(f"no object leaves its reference-frame place in any view{how_far}, so the reference "
+                            "layout is the sim's")
     for name, cam in ev.cameras.items():
         places = dilate(cam.reference_classes >= 2, 1)
         for t in range(ev.frames):

@@ -68,13 +68,16 @@ class CalibrationReport(Artifact):
     episode_id: str = Field(min_length=1)
     """The accepted episode the corruptions were made from."""
     passed: bool
-    """True when the clean episode passed every check and every corruption was caught by its target check."""
+    """True when the clean episode passed every check and every corruption was caught by its target
+    check or is not applicable to the episode (and at least one applied)."""
     clean: dict[VerifierCheck, Cell]
     """Check -> its result on the clean episode."""
     rows: list[CalibrationRow] = Field(min_length=1)
     """One row per corruption."""
     escaped: list[str] = Field(default_factory=list)
-    """Corruptions not caught by their target check (or not applicable to the episode)."""
+    """Corruptions not caught by their target check (including one that left the videos unchanged)."""
+    not_applicable: list[str] = Field(default_factory=list)
+    """Corruptions that cannot produce their defect on this episode; each row's `detail` says why. Their target checks were not exercised by this calibration."""
     clean_failures: list[VerifierCheck] = Field(default_factory=list)
     """Checks that failed on the clean episode."""
     calibrated_at: AwareDatetime
@@ -88,12 +91,15 @@ class CalibrationReport(Artifact):
             if row.corruption not in self.escaped:
                 continue
             if not row.applied:
-                lines.append(f"{row.corruption}: could not be applied to episode {self.episode_id}: {row.detail}")
+                lines.append(f"{row.corruption} escaped on episode {self.episode_id}: {row.detail}")
             else:
                 cell = row.results.get(row.target)
                 metric = f" (metric {cell.metric:g})" if cell is not None else ""
                 lines.append(f"{row.corruption} escaped: check {row.target.value} passed the corrupted episode{metric}; "
                              f"{row.detail}")
+        if not any(row.applied for row in self.rows):
+            lines.append(f"no corruption could be applied to episode {self.episode_id}: the calibration shows nothing "
+                         "about the spec")
         return "\n".join(lines)
 
 

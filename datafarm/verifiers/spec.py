@@ -3,7 +3,10 @@
 `derive_spec` writes it from the task's T (which objects play roles), G (the objects, their kinds and
 colours, the views each was seen in), R (cameras, resolution, frame rate, mode and ood variations,
 target colours) and K's verifier defaults (each check's metric, direction, threshold, route and
-settings, pixel settings scaled to R's resolution). Nothing in it is chosen by an agent.
+settings, pixel settings scaled to R's resolution), plus the verifier's own rule for tightening an
+object's colour tolerance when it stands close to its surroundings (`ColourContrast`; recorded in the
+spec so a re-verification applies the rule the spec was calibrated with). Nothing in it is chosen by
+an agent.
 """
 
 from __future__ import annotations
@@ -43,6 +46,15 @@ ARM_TRACK_CHECKS: tuple[VerifierCheck, ...] = tuple(c for c in VerifierCheck if 
 """The checks this verifier runs on arm-track (rendered) episodes, in DESIGN.md's order."""
 FIXED_KINDS = ("drawer_cabinet",)
 """G object kinds the sim builds fixed to the world (their parts may still move)."""
+CONTRAST_SHARE = 0.5
+"""An object's colour tolerance is this share of its separation from its real surroundings: a pixel
+counts as the object's only when it is closer to it than halfway to the nearest of its surroundings."""
+CONTRAST_PERCENTILE = 10.0
+"""The separation is this percentile of the surroundings' distances to the object (its closest tenth:
+the share at which an unknown stretch of background already counts as object-like in the analysis)."""
+MIN_COLOUR_TOLERANCE = 4.0
+"""The tightest colour tolerance an object gets (about two just-noticeable differences: H.264 and a
+renderer's shading move a pixel that much)."""
 
 
 class ObjectExpectation(Artifact):
@@ -62,6 +74,23 @@ class ObjectExpectation(Artifact):
     """Views expected to show it (where G observed it in the clip; every camera when G lists none)."""
     movable: bool
     """Whether the sim lets it move as a whole (a fixed cabinet's drawer still moves)."""
+
+
+class ColourContrast(Artifact):
+    """How each object's colour tolerance follows from how far its colour lies from its real
+    surroundings (`datafarm.verifiers.analysis.object_tolerance`, per object, view and episode, from
+    the evidence alone): `share` of the `percentile`-th percentile of its surroundings' distances to
+    it, between `min_tolerance` and the shared `colour_tolerance`. An object that stands out keeps the
+    shared tolerance; one close to its surroundings (a beige drum on a wood table) gets a tighter one,
+    else the background itself would look like it and its deletion, duplication or recolouring could
+    not be seen."""
+
+    share: FiniteFloat = Field(gt=0, le=1)
+    """Share of the separation the tolerance is."""
+    percentile: FiniteFloat = Field(ge=0, le=100)
+    """Percentile of the surroundings' distances to the object's nearest colour that is its separation."""
+    min_tolerance: FiniteFloat = Field(gt=0)
+    """The tightest tolerance an object gets."""
 
 
 class CheckSpec(Artifact):
@@ -110,6 +139,9 @@ class VerifierSpec(Artifact):
     """The objects to expect, in G order."""
     common: CommonSettings
     """Settings every check shares, pixel ones scaled to R's resolution."""
+    colour_contrast: ColourContrast | None = None
+    """How each object's colour tolerance follows from its contrast with its surroundings; None (a spec
+    written before this rule) judges every object with `common.colour_tolerance`, as it was calibrated."""
     checks: list[CheckSpec] = Field(min_length=1)
     """The checks run, in order."""
     notes: list[str] = Field(default_factory=list)
@@ -259,10 +291,12 @@ def derive_spec(source: Path | str | tuple[TaskContract | None, Grounding, Rende
     if not objects:
         notes.append("G has no objects: the object checks judge nothing")
     common = CommonSettings.model_validate(_scaled(k.common.model_dump(), factor))
+    contrast = ColourContrast(share=CONTRAST_SHARE, percentile=CONTRAST_PERCENTILE,
+                              min_tolerance=min(MIN_COLOUR_TOLERANCE, common.colour_tolerance))
     return VerifierSpec(k_version=loaded.k_version, defaults_sha256=loaded.sha256, inputs=inputs, cameras=cameras,
                         resolution=(width, height), fps=contract.fps, mode=contract.mode,
                         variations={axis: list(values) for axis, values in contract.variations.items()},
-                        objects=objects, common=common, checks=checks, notes=notes)
+                        objects=objects, common=common, colour_contrast=contrast, checks=checks, notes=notes)
 
 
 def save_spec(task_dir: Path | str, spec: VerifierSpec) -> Path:

@@ -2,10 +2,11 @@
 
 Per object and view, in every judged frame where the object is present: the region that looks like
 the object within `search_radius` object diameters of its projection (the connected parts of it that
-touch the projection, small gaps closed) is compared with the projected mask: the symmetric
-difference of the two, relative to the mask's area (0 = identical; an object drawn 1.5 times too
-large reads about 1.25). The metric is the worst object and view's median over frames. A failure
-routes to grounding (G's object dimensions are the usual cause).
+touch the projection, small gaps closed, leaving out where the sim projects the robot or another
+object that itself looks like it) is compared with the projected mask: the symmetric difference of
+the two, relative to the mask's area (0 = identical; an object drawn 1.5 times too large reads about
+1.25). The metric is the worst object and view's median over frames. A failure routes to grounding (G's object
+dimensions are the usual cause).
 """
 
 from __future__ import annotations
@@ -45,15 +46,24 @@ def _neighbourhood(cam: CameraEvidence, k: int, t: int, radius: float) -> tuple[
     return cam.cache[key]  # type: ignore[return-value]
 
 
-def object_region(likeness: np.ndarray, cam: CameraEvidence, k: int, t: int, radius: float) -> np.ndarray:
+def object_region(likeness: np.ndarray, cam: CameraEvidence, k: int, t: int, radius: float,
+                  leave_out: frozenset[int] = frozenset(), margin: float = 0.0) -> np.ndarray:
     """The region that looks like object k near its projection at frame t: the parts of the likeness
-    map (H x W) within `radius` pixels of the projection that touch it (gaps of a pixel closed)."""
+    map (H x W) within `radius` pixels of the projection that touch it (gaps of a pixel closed).
+    Pixels where the sim projects a class of `leave_out` (the robot or objects that look like object k
+    themselves, `ViewAnalysis.confusable`; grown by `margin`, outside object k's own projection) are
+    left out: a gripper the colour of a scale, touching it, must not read as part of the scale."""
     out = np.zeros(likeness.shape, bool)
     near = _neighbourhood(cam, k, t, radius)
     if near is None:
         return out
     rows, cols, within, touch = near
     candidate = likeness[rows, cols] & within
+    if leave_out:
+        classes = cam.classes[t][rows, cols]
+        others = np.isin(classes, list(leave_out))
+        if others.any():
+            candidate &= ~(dilate(others, margin) & (classes != 2 + k))
     closed = cv2.morphologyEx(candidate.astype(np.uint8), cv2.MORPH_CLOSE, _CLOSE)
     count, labels = cv2.connectedComponents(closed, connectivity=8)
     if count <= 1:
@@ -82,7 +92,7 @@ def run(ctx: CheckContext) -> CheckResult:
                 present = present_fraction(like, mask, view.ambiguous[oid])
                 if present is None or present < present_min:
                     continue  # missing (the objects check reports it) or unjudgeable: no shape to measure
-                region = object_region(like, cam, k, int(t), radius)
+                region = object_region(like, cam, k, int(t), radius, view.confusable[oid], spec.common.mask_margin_px)
                 errors[int(t)] = (float((region ^ mask).sum() / mask.sum()), float(region.sum() / mask.sum()))
             if not errors:
                 continue
@@ -92,7 +102,8 @@ def run(ctx: CheckContext) -> CheckResult:
             bad = [t for t, e in errors.items() if e[0] > ctx.check.threshold]
             t = max(errors, key=lambda f: errors[f][0]) if bad else sorted(errors)[len(errors) // 2]
             mask = cam.object_mask(k, t)
-            region = object_region(view.likeness[oid][t], cam, k, t, radius)
+            region = object_region(view.likeness[oid][t], cam, k, t, radius, view.confusable[oid],
+                                   spec.common.mask_margin_px)
             crop = ctx.crops.save("geometry", name, t, view.obs[t], sim=mask, found=region,
                                   box=box_around([mask, region], mask.shape, pad=10), tag=oid)
             ratios = np.array([e[1] for e in errors.values()])

@@ -44,7 +44,7 @@ def run(ctx: CheckContext) -> CheckResult:
                     informative += 1
                     if like[free].mean() >= present_min:
                         at_reference.append(t)
-                region = object_region(like, cam, k, t, diameter)
+                region = object_region(like, cam, k, t, diameter, view.confusable[oid], spec.common.mask_margin_px)
                 if region.sum() >= min_area / 2:
                     ys, xs = np.nonzero(region)
                     offset = np.hypot(xs.mean() - track.centroids[t, 0], ys.mean() - track.centroids[t, 1]) / diameter

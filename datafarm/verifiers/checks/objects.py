@@ -4,8 +4,10 @@ Per object and view, in every frame where the sim projects enough of the object:
 projected pixels (shrunk by a pixel) that look like it in the video; under `min_present_fraction`
 the object is missing there. In every frame: the largest connected region outside every (grown) sim
 mask that looks like the object, at `min_blob_fraction` of the object's typical projected area or
-more, is an extra object. Pixels whose background itself looks like the object are not judged (a
-frame where too few others remain in the mask is skipped). The metric is the worst object and
+more, is an extra object. "Looks like" uses the object's colour tolerance in that view (tighter than
+the shared one for an object close to its surroundings; the evidence says so). Pixels whose
+background itself looks like the object are not judged (a frame where too few others remain in the
+mask is skipped). The metric is the worst object and
 view's share of frames with either defect. An object missing in every view it is expected in routes
 to grounding (G may have placed something that is not there); everything else routes to render.
 """
@@ -110,6 +112,11 @@ def run(ctx: CheckContext) -> CheckResult:
                                          note=f"a {oid}-coloured region where the sim has no object in {len(extra)} "
                                               f"frames (largest {area} px at frame {t}; the object's typical "
                                               f"projection is {typical:.0f} px)"))
+            if view.tolerance[oid] < spec.common.colour_tolerance:
+                evidence.append(Evidence(camera=name, note=f"{oid} judged with colour tolerance "
+                                                           f"{view.tolerance[oid]:.1f} (shared {spec.common.colour_tolerance:g}): "
+                                                           f"its colour lies {view.separation[oid]:.1f} from its real "
+                                                           "surroundings"))
             if not missing and not extra and len(judged):
                 t = int(judged[len(judged) // 2])
                 mask = cam.object_mask(k, t)

@@ -9,13 +9,20 @@ silhouette traced within `edge_radius_px`), is out of step: a dropped frame puts
 one step ahead, a repeated one one step behind, a lagging render behind throughout. Frames whose
 silhouettes hardly move (`min_moving_px`) cannot be timed and are skipped. Only runs of MIN_RUN or
 more consecutive frames out of step in one direction count (a lone frame is noise; a timing defect
-shifts every frame after it). The metric counts those frames plus the frames missing or extra against the episode's steps. The evidence lists
-the chunk seams (render.json joins) with the video's frame-to-frame change there against its
-neighbours'.
+shifts every frame after it).
+
+Slow motion moves a silhouette too little in one frame for its edges to tell neighbouring frames
+apart, but a repeated or frozen frame still shows: where the sim's silhouettes change from the
+previous frame (`min_moving_px` or more pixels over all views), the video must change too. A frame
+whose video changes there by less than STALL_SHARE of what its neighbours' videos change where their
+silhouettes move is a stall. The metric counts the frames out of step and the stalls, plus the frames
+missing or extra against the episode's steps. The evidence lists the chunk seams (render.json joins)
+with the video's frame-to-frame change there against its neighbours'.
 """
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from datafarm.artifacts.admission import CheckResult, Evidence
@@ -25,6 +32,13 @@ from datafarm.verifiers.checks.views import edge_distance
 
 MIN_RUN = 3
 """Consecutive timed frames out of step (same direction) that count as a timing defect (see `sustained`)."""
+
+STALL_SHARE = 0.2
+"""A frame whose video changes, where the sim's silhouettes move, by less than this share of its
+neighbours' change is a stall (clean renders of the reference tasks stay above 0.55; a repeated frame
+reads under 0.01 after H.264)."""
+STALL_NEIGHBOURS = 3
+"""Frames each side whose change a frame's is compared with."""
 
 PARAMETERS = ("max_step", "min_gain", "edge_radius_px", "min_moving_px")
 """The settings this check reads from its spec."""
@@ -70,6 +84,38 @@ def timing_scores(ctx: CheckContext, reach: int, radius: float, min_moving: floa
     return scores
 
 
+def stall_ratios(ctx: CheckContext, min_moving: float) -> np.ndarray:
+    """(T,) per frame: the video's mean grey-level change from the previous frame over the pixels
+    where the sim's classes change (all views together), over the median of the same for the
+    STALL_NEIGHBOURS frames each side; NaN where fewer than `min_moving` pixels change (nothing moves
+    to be seen), for the first frame, or where no neighbour can be compared."""
+    ev = ctx.evidence
+    steps = ev.frames
+    change, moving = np.zeros(steps), np.zeros(steps)
+    ratios = np.full(steps, np.nan)
+    if steps < 2:
+        return ratios
+    for name, cam in ev.cameras.items():
+        obs = ctx.analysis.views[name].obs
+        before = cv2.cvtColor(obs[0], cv2.COLOR_RGB2GRAY).astype(np.int16)
+        for t in range(1, steps):
+            now = cv2.cvtColor(obs[t], cv2.COLOR_RGB2GRAY).astype(np.int16)
+            moved = cam.classes[t] != cam.classes[t - 1]
+            n = int(moved.sum())
+            if n:
+                change[t] += float(np.abs(now[moved] - before[moved]).sum())
+                moving[t] += n
+            before = now
+    judged = moving >= max(1.0, min_moving)
+    mean = np.where(judged, change / np.maximum(moving, 1), np.nan)
+    for t in np.nonzero(judged)[0]:
+        around = [mean[s] for s in range(max(1, t - STALL_NEIGHBOURS), min(steps, t + STALL_NEIGHBOURS + 1))
+                  if s != t and judged[s]]
+        if around and np.median(around) > 0:
+            ratios[t] = mean[t] / float(np.median(around))
+    return ratios
+
+
 def sustained(frames: list[int], direction: np.ndarray, timed: np.ndarray) -> list[int]:
     """The frames of `frames` that lie in a run of at least MIN_RUN consecutive timed frames out of
     step in the same direction. A dropped or repeated frame shifts every later frame, and a lagging
@@ -100,8 +146,10 @@ def run(ctx: CheckContext) -> CheckResult:
     gains = filled[np.arange(steps), best] - np.where(timed, own, np.inf)
     stray = [t for t in range(steps) if timed[t] and best[t] != reach and gains[t] > ctx.param("min_gain")]
     out_of_step = sustained(stray, np.sign(best - reach), np.nonzero(timed)[0])
+    ratios = stall_ratios(ctx, ctx.param("min_moving_px"))
+    stalled = [int(t) for t in np.nonzero(np.isfinite(ratios) & (ratios < STALL_SHARE))[0]]
     missing = max([abs(n - steps) for n in ctx.analysis.frame_counts.values()] + [0])
-    metric = len(out_of_step) + missing
+    metric = len(set(out_of_step) | set(stalled)) + missing
     evidence = []
     changes = np.mean([frame_changes(v.obs) for v in ctx.analysis.views.values()], axis=0)
     for seam in ev.seams:
@@ -127,6 +175,21 @@ def run(ctx: CheckContext) -> CheckResult:
         evidence.append(Evidence(frames=frames_list(stray),
                                  note=f"no run of {MIN_RUN} or more of the {int(timed.sum())} timed frames fits a "
                                       f"neighbouring sim frame (±{reach}) better than its own{lone}"))
+    judged_stalls = int(np.isfinite(ratios).sum())
+    if stalled:
+        t = stalled[0]
+        name = next(iter(ev.cameras))
+        crop = ctx.crops.save("temporal", name, t, ctx.analysis.views[name].obs[t],
+                              sim=ev.cameras[name].classes[t] != ev.cameras[name].classes[t - 1], tag="stall")
+        shares = ", ".join(f"{f} ({ratios[f]:.2f})" for f in stalled[:6])
+        evidence.append(Evidence(frames=frames_list(stalled), crops=crops_list(crop),
+                                 note=f"{len(stalled)} of {judged_stalls} frames stall: the video hardly changes where "
+                                      f"the sim's silhouettes move (change against the neighbours': {shares}; under "
+                                      f"{STALL_SHARE:g} is a stall; green: where the sim moved)"))
+    elif judged_stalls:
+        evidence.append(Evidence(note=f"no stall: in all {judged_stalls} frames where the sim's silhouettes move, the "
+                                      f"video changes there by at least {STALL_SHARE:g} of its neighbours' change "
+                                      f"(least {float(np.nanmin(ratios)):.2f})"))
     for problem in ctx.analysis.problems:
         evidence.append(Evidence(note=f"video does not fit the episode: {problem}"))
     return ctx.result(metric, evidence)
