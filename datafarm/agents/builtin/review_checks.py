@@ -789,6 +789,16 @@ def appearance_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectCo
                  holds, evidence)
 
 
+def _hidden_by_objects(review: _Review, camera: str, oid: str, frame: int, box: Box) -> bool:
+    """Whether objects that may stand in front of `oid` (and the robot) leave less than MIN_VISIBLE of its box."""
+    regions = review.facts.camera(camera).at(frame)
+    front = in_front(regions, oid)
+    if not front:
+        return False
+    hidden = review.robot(regions) | box_mask(review.shape, front.values(), OCCLUDER_GROW, OCCLUDER_PAD)
+    return visible_share(box, hidden) < MIN_VISIBLE
+
+
 def motion_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectColour, int]]) -> Claim:
     """Each object the sim moved is found, by its real colour among the pixels that changed between
     the first and last keyframes, at the sim's place in each of them and displaced accordingly; each
@@ -810,6 +820,15 @@ def motion_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectColour
             expected = centre(b1) - centre(b0)
             size = min(b0[2] - b0[0], b0[3] - b0[1])
             checked += 1
+            hidden_at = [frame for frame, box in ((first, b0), (last, b1)) if _hidden_by_objects(review, camera, obj.id, frame, box)]
+            if hidden_at:
+                # an object in front covers it there (a block shut in a drawer): its place cannot be seen
+                behind = sorted({o for f in hidden_at for o in in_front(cam.at(f), obj.id)})
+                evidence.append(Evidence(camera=camera, frames=hidden_at, note=(
+                    f"{obj.id}: not checked in this view: in frame{'s' if len(hidden_at) > 1 else ''} "
+                    f"{', '.join(map(str, hidden_at))} {', '.join(behind)} in front of it leave"
+                    f"{'s' if len(behind) == 1 else ''} less than {_pct(MIN_VISIBLE)} of its box in view")))
+                continue
             if obj.moved and float(np.linalg.norm(expected)) >= max(6.0, 0.5 * size):
                 window = grow(union([b0, b1]), 0.5, 4, width, height)
                 f0 = locate_colour(i0, colour, window, MATCH_CHROMA, BRIGHTNESS_RATIO, changed_from=i1)

@@ -17,6 +17,7 @@ from datafarm.agents.builtin.review_checks import (
     ReviewFacts,
     _Review,
     appearance_claim,
+    motion_claim,
     reference_colours,
 )
 
@@ -111,3 +112,21 @@ def test_an_object_that_never_stands_out_is_compared_whole_and_caught_recoloured
     claim = _appearance(facts, reference, painted, last)
     assert not claim.holds
     assert "scale" in _notes(claim) and "does NOT look as in the real frames" in _notes(claim)
+
+
+def _motion(facts: ReviewFacts, reference: np.ndarray, first: np.ndarray, last: np.ndarray):
+    frames = FrameSet(rendered={"front": {0: first, 10: last}}, references={"front": {0: reference}}, refusals={})
+    review = _Review(facts, frames)
+    return motion_claim(review, reference_colours(review))
+
+
+def test_a_moved_object_shut_away_behind_another_is_not_taken_for_missing() -> None:
+    # red ends wholly inside blue's box with blue in front (a block shut in a drawer): its end place
+    # cannot be seen, so that view says so instead of failing; with red in front it must be seen there
+    shut = _frame((BLUE_BOX, BLUE))
+    behind = _motion(_facts(red_end_depths=(0.95, 1.0), blue_depths=(0.9, 1.05)), REFERENCE, FIRST, shut)
+    assert behind.holds, _notes(behind)
+    assert "red: not checked in this view" in _notes(behind)
+    in_front_of_it = _motion(_facts(red_end_depths=(0.7, 0.8), blue_depths=(0.9, 1.05)), REFERENCE, FIRST, shut)
+    assert not in_front_of_it.holds
+    assert "not where the sim puts it" in _notes(in_front_of_it)
