@@ -61,7 +61,7 @@ from datafarm.artifacts.ledger_entry import (
 )
 from datafarm.artifacts.request import Request
 from datafarm.artifacts.stages import Stage
-from datafarm.errors import DatafarmError, InputError, StateError
+from datafarm.errors import DatafarmError, InputError, Problem, StateError
 from datafarm.hashing import sha256_file
 from datafarm.ledger import Ledger
 from datafarm.taskdir import TaskDir
@@ -573,8 +573,7 @@ def _settle(ctx: PipelineContext, stage: Stage) -> None:
         if bad is None:
             continue
         layers = LAYERS[LAYERS.index(bad):]
-        files = [p for layer in layers for name in LAYER_FILES[layer]
-                 for p in ([folder / name] if (folder / name).is_file() else _files(folder / name))]
+        files = _layer_files(folder, layers)
         if bad == "render" and book.render_stale and "render" in book.recorded:
             label = f"render-{book.render_routes}"
             why = (f"{eid}: render attempt {book.render_routes} was routed back to render; its render, verification "
@@ -592,6 +591,12 @@ def _settle(ctx: PipelineContext, stage: Stage) -> None:
         else:  # nothing on disk to move (a render that is gone): the layer still has to be redone
             ctx.ledger.append(stage=stage, event=LedgerEvent.note, outcome=LedgerOutcome.info, actor=HARNESS,
                               reason=why, details={"action": SET_ASIDE, "episode_id": eid, "layers": list(layers)})
+
+
+def _layer_files(folder: Path, layers: Iterable[str]) -> list[Path]:
+    """The files of `layers` (LAYER_FILES) present in the episode folder `folder`."""
+    return [p for layer in layers for name in LAYER_FILES[layer]
+            for p in ([folder / name] if (folder / name).is_file() else _files(folder / name))]
 
 
 def _first_unrecorded_layer(task: TaskDir, book: EpisodeBook) -> str | None:
@@ -857,8 +862,11 @@ def rerender_episode(task: TaskDir, episode_id: str):
     admission rollout wrote it, or it was moved out) or that is admitted (its q records its videos)."""
     from datafarm.compiler import compile_lock
 
+    ledger = Ledger(task.ledger)
+    if not ledger.exists():  # not a task folder: nothing is written there, not even the lock
+        raise InputError([Problem(f"no task folder here (no {task.ledger.name}); give the folder `datafarm "
+                                  "compile` created (it prints its path)", file=task.root)])
     with compile_lock(task):
-        ledger = Ledger(task.ledger)
         books = episode_books(ledger.entries())
         book, folder = books.get(episode_id), task.episode(episode_id)
         live = sorted(b.episode_id for b in books.values()
@@ -872,8 +880,7 @@ def rerender_episode(task: TaskDir, episode_id: str):
                              "would take it out of the certified dataset, so nothing was changed. To render the task "
                              "differently, compile its request again into another folder (--out)")
         layers = ("render", "verify", "review")
-        files = [p for layer in layers for name in LAYER_FILES[layer]
-                 for p in ([folder / name] if (folder / name).is_file() else _files(folder / name))]
+        files = _layer_files(folder, layers)
         if files:
             _set_aside(_Folder(task, ledger), Stage.render, episode_id, files, RERENDER_LABEL,
                        f"{episode_id}: rendered again on request (datafarm render --episode); its render, "

@@ -91,3 +91,13 @@ def test_capability_show():
     assert r.returncode == 0
     assert "k1" in r.stdout and "prices.yaml" in r.stdout and "sha256" in r.stdout
     assert run("capability", "show", "k999").returncode == 2
+
+
+def test_render_outside_a_task_folder_is_refused_and_writes_nothing(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for folder in (plain, tmp_path / "missing"):
+        r = run("render", str(folder), "--episode", "adm-0000-x")
+        assert r.returncode == 2, r.stderr
+        assert f"{folder}: no task folder here (no ledger.jsonl)" in r.stderr and "Traceback" not in r.stderr
+    assert list(plain.iterdir()) == [] and not (tmp_path / "missing").exists()

@@ -64,51 +64,52 @@ def _recorded_commitments(ledger: Ledger) -> list[str]:
     return [str(e.details[COMMIT_KEY]) for e in ledger.entries() if COMMIT_KEY in e.details]
 
 
-def _record_commitment(ledger: Ledger, digest: str, reason: str) -> None:
-    ledger.append(Stage.rollout, LedgerEvent.note, LedgerOutcome.info, reason,
-                  actor=LedgerActor(role="harness"), details={COMMIT_KEY: digest, "file": SECRET_FILE})
+def _write_secret(path: Path) -> bool:
+    """Put a fresh secret at `path`: written whole under a temporary name, then linked into place, so a
+    kill leaves no secret or a complete one. False when another process put its secret there first."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    staging = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, secrets.token_hex(SECRET_BYTES).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(staging, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(staging)
 
 
 def create_secret(task_dir: Path | str, ledger: Ledger | None = None) -> str:
     """Create the task's admission secret if it has none, record its commitment in the ledger, and
     return the commitment. Idempotent: an existing secret is kept (and checked against the ledger).
-
-    The secret is written whole under a temporary name and linked into place, so a kill leaves either
-    no secret or a complete one; a complete one that a kill left without its commitment (killed between
-    the link and the ledger entry: nothing can have drawn a seed from it yet) gets its commitment now."""
+    A whole secret that a kill left without its commitment (killed between putting it in place and the
+    ledger entry: nothing can have drawn a seed from it yet) gets its commitment now; IntegrityError
+    when the ledger already records admission rollouts."""
     task_dir = Path(task_dir)
     ledger = ledger if ledger is not None else Ledger(task_dir)
     path = secret_path(task_dir)
-    if not path.exists():
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(path.parent, 0o700)
-        staging = path.with_name(f".{path.name}.{os.getpid()}")
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, secrets.token_hex(SECRET_BYTES).encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(staging, path)  # fails when another process put its secret in place first: theirs is kept
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(staging)
-        value = load_secret(task_dir, ledger)
-        if not _recorded_commitments(ledger):
-            _record_commitment(ledger, commitment(value), "admission seed secret created (the ledger keeps its "
-                                                          "sha256 only)")
-        return commitment(value)
+    created = not path.exists() and _write_secret(path)
     value = load_secret(task_dir, ledger)
-    if not _recorded_commitments(ledger):
-        if ledger.exists() and any("admission_index" in e.details for e in ledger.entries()):
-            raise IntegrityError(f"{path}: the ledger records admission rollouts but no commitment to the secret "
-                                 "their seeds came from; the secret cannot be vouched for")
-        _record_commitment(ledger, commitment(value), "admission seed secret found without its commitment (a "
-                                                      "compile killed right after creating it); committed now, "
-                                                      "before any seed is drawn from it")
-    return commitment(value)
+    digest = commitment(value)
+    if _recorded_commitments(ledger):
+        return digest
+    if ledger.exists() and any("admission_index" in e.details for e in ledger.entries()):
+        raise IntegrityError(f"{path}: the ledger records admission rollouts but no commitment to the secret "
+                             "their seeds came from; the secret cannot be vouched for")
+    if created:
+        reason = "admission seed secret created (the ledger keeps its sha256 only)"
+    else:
+        reason = ("admission seed secret found without its commitment (a compile killed right after creating "
+                  "it); committed now, before any seed is drawn from it")
+    ledger.append(Stage.rollout, LedgerEvent.note, LedgerOutcome.info, reason,
+                  actor=LedgerActor(role="harness"), details={COMMIT_KEY: digest, "file": SECRET_FILE})
+    return digest
 
 
 def load_secret(task_dir: Path | str, ledger: Ledger | None = None) -> bytes:

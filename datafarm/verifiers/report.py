@@ -77,7 +77,8 @@ class CalibrationReport(Artifact):
     escaped: list[str] = Field(default_factory=list)
     """Corruptions not caught by their target check (including one that left the videos unchanged)."""
     not_applicable: list[str] = Field(default_factory=list)
-    """Corruptions that cannot produce their defect on this episode; each row's `detail` says why. Their target checks were not exercised by this calibration."""
+    """Corruptions that cannot produce their defect on this episode; each row's `detail` says why. Their
+    target checks were not exercised by this calibration."""
     clean_failures: list[VerifierCheck] = Field(default_factory=list)
     """Checks that failed on the clean episode."""
     calibrated_at: AwareDatetime

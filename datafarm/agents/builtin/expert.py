@@ -59,6 +59,7 @@ from datafarm.agents.messages import (
 from datafarm.artifacts.contract import TaskContract
 from datafarm.artifacts.grounding import Grounding
 from datafarm.capability.bundle import latest_with
+from datafarm.harness.server import API_MODULE
 from datafarm.hashing import sha256_bytes
 from datafarm.sim.qualification.grasping import (
     FINGER_HALF_WIDTH,
@@ -78,7 +79,7 @@ from datafarm.sim.robots.piper import (
 from datafarm.sim.world.frames import pose_to_matrix
 from datafarm.sim.world.shapes import drawer_geometry
 
-HARNESS_API = "harness_api/datafarm_expert.py"
+HARNESS_API = f"harness_api/{API_MODULE}"
 """The K file of the harness API the generated controllers use: they are written against the newest
 release that ships it (the write tool names the task's own K when that differs)."""
 

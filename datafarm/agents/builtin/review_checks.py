@@ -497,6 +497,10 @@ class _Review:
     def robot(self, regions: Regions) -> np.ndarray:
         return box_mask(self.shape, regions.robot, ROBOT_GROW, ROBOT_PAD)
 
+    def occluders(self, regions: Regions, oid: str) -> np.ndarray:
+        """The robot and every object that may stand in front of `oid` (`in_front`), grown."""
+        return self.robot(regions) | box_mask(self.shape, in_front(regions, oid).values(), OCCLUDER_GROW, OCCLUDER_PAD)
+
     def background(self, camera: str, frame: int) -> np.ndarray:
         """Pixels of `camera` at `frame` that neither the sim's regions nor the clip's objects cover
         (nor the table top, when an ood tablecloth covers it)."""
@@ -679,7 +683,7 @@ def sight(review: _Review, camera: str, oid: str, frame: int, truth: ObjectColou
         return Sighting(colour, "measured")
     front = in_front(regions, oid)
     if front:
-        hidden = hidden | box_mask(review.shape, front.values(), OCCLUDER_GROW, OCCLUDER_PAD)
+        hidden = review.occluders(regions, oid)
         colour = object_colour(image, box, hidden)
     if visible_share(box, hidden) < MIN_VISIBLE or (colour is not None and colour.visible < MIN_VISIBLE):
         return Sighting(None, "hidden", tuple(sorted(front)))
@@ -792,11 +796,7 @@ def appearance_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectCo
 def _hidden_by_objects(review: _Review, camera: str, oid: str, frame: int, box: Box) -> bool:
     """Whether objects that may stand in front of `oid` (and the robot) leave less than MIN_VISIBLE of its box."""
     regions = review.facts.camera(camera).at(frame)
-    front = in_front(regions, oid)
-    if not front:
-        return False
-    hidden = review.robot(regions) | box_mask(review.shape, front.values(), OCCLUDER_GROW, OCCLUDER_PAD)
-    return visible_share(box, hidden) < MIN_VISIBLE
+    return bool(in_front(regions, oid)) and visible_share(box, review.occluders(regions, oid)) < MIN_VISIBLE
 
 
 def motion_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectColour, int]]) -> Claim:
@@ -820,7 +820,8 @@ def motion_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectColour
             expected = centre(b1) - centre(b0)
             size = min(b0[2] - b0[0], b0[3] - b0[1])
             checked += 1
-            hidden_at = [frame for frame, box in ((first, b0), (last, b1)) if _hidden_by_objects(review, camera, obj.id, frame, box)]
+            hidden_at = [frame for frame, box in ((first, b0), (last, b1))
+                         if _hidden_by_objects(review, camera, obj.id, frame, box)]
             if hidden_at:
                 # an object in front covers it there (a block shut in a drawer): its place cannot be seen
                 behind = sorted({o for f in hidden_at for o in in_front(cam.at(f), obj.id)})
