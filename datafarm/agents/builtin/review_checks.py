@@ -819,17 +819,29 @@ def motion_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectColour
             colour = real[(obj.id, camera)][0]
             expected = centre(b1) - centre(b0)
             size = min(b0[2] - b0[0], b0[3] - b0[1])
-            checked += 1
             hidden_at = [frame for frame, box in ((first, b0), (last, b1))
                          if _hidden_by_objects(review, camera, obj.id, frame, box)]
             if hidden_at:
-                # an object in front covers it there (a block shut in a drawer): its place cannot be seen
+                # an object in front covers it there (a block shut in a drawer): that place cannot be seen,
+                # so the object is looked for only at the keyframe where it is in view
                 behind = sorted({o for f in hidden_at for o in in_front(cam.at(f), obj.id)})
-                evidence.append(Evidence(camera=camera, frames=hidden_at, note=(
-                    f"{obj.id}: not checked in this view: in frame{'s' if len(hidden_at) > 1 else ''} "
-                    f"{', '.join(map(str, hidden_at))} {', '.join(behind)} in front of it leave"
-                    f"{'s' if len(behind) == 1 else ''} less than {_pct(MIN_VISIBLE)} of its box in view")))
+                note = (f"{obj.id}{' (moved)' if obj.moved else ''}: in frame{'s' if len(hidden_at) > 1 else ''} "
+                        f"{', '.join(map(str, hidden_at))} the sim puts {', '.join(behind)} in front of it, leaving "
+                        f"less than {_pct(MIN_VISIBLE)} of its box in view")
+                if len(hidden_at) == 2:
+                    evidence.append(Evidence(camera=camera, frames=hidden_at, note=note + ": not checked in this view"))
+                    continue
+                checked += 1
+                frame, box, image = (last, b1, i1) if hidden_at == [first] else (first, b0, i0)
+                place = grow(box, PLACE_GROW, PLACE_PAD, width, height)
+                found = locate_colour(image, colour, place, MATCH_CHROMA, BRIGHTNESS_RATIO)
+                ok = found.pixels >= MIN_FOUND and inside(found.centroid, place)
+                holds &= ok
+                evidence.append(Evidence(camera=camera, frames=[first, last], note=(
+                    f"{note}; its real colour found in frame {frame}: {found.pixels} px at {found.centroid} "
+                    f"(sim box {list(box)}): " + ("as the sim says" if ok else "not where the sim puts it"))))
                 continue
+            checked += 1
             if obj.moved and float(np.linalg.norm(expected)) >= max(6.0, 0.5 * size):
                 window = grow(union([b0, b1]), 0.5, 4, width, height)
                 f0 = locate_colour(i0, colour, window, MATCH_CHROMA, BRIGHTNESS_RATIO, changed_from=i1)
@@ -862,7 +874,8 @@ def motion_claim(review: _Review, real: dict[tuple[str, str], tuple[ObjectColour
                                      note=note + ("as the sim says" if ok else "not where the sim puts it")))
         if checked == 0 and obj.moved:
             holds = False
-            evidence.append(Evidence(note=f"{obj.id} moved {obj.moved_m:.3f} m in the sim but could be located in no camera"))
+            evidence.append(Evidence(note=f"{obj.id} moved {obj.moved_m:.3f} m in the sim but could be seen at neither "
+                                          "keyframe in any camera"))
     return Claim("motion: every object sits where the sim puts it in the first and last keyframes; each object the sim "
                  "moved appears displaced accordingly, each still one stays", holds, evidence)
 
