@@ -17,6 +17,7 @@ import numpy as np
 
 from datafarm.artifacts.admission import VerifierCheck
 from datafarm.verifiers.analysis import Analysis
+from datafarm.verifiers.checks.events import robot_contact_frames
 from datafarm.verifiers.evidence import SimEvidence, dilate
 from datafarm.verifiers.spec import VerifierSpec
 
@@ -183,13 +184,14 @@ def enlarge_object(src: Source) -> tuple[Videos, str]:
 
 def shift_events(src: Source) -> tuple[Videos, str]:
     """Make the object that moves most move EVENT_SHIFT_S later: in each frame it is drawn where it was
-    that much earlier (the rest of the frame unchanged)."""
+    that much earlier (the rest of the frame unchanged). When no object moves far enough, the robot's
+    strokes around its contacts with objects come that much late instead (`_shift_robot`)."""
     ev = src.evidence
     k, oid, travel = src.moving_object()
     size = max([c.tracks[oid].diameter for c in ev.cameras.values()] + [4.0]) if k >= 0 else 4.0
-    if k < 0 or travel < 2 * size:
-        raise NotApplicable("no object's projection travels more than twice its size in any view")
     lag = max(1, round(EVENT_SHIFT_S * ev.fps))
+    if k < 0 or travel < 2 * size:
+        return _shift_robot(src, lag)
     out = _copy(src.obs)
     for name, cam in ev.cameras.items():
         for t in range(ev.frames):
@@ -202,6 +204,27 @@ def shift_events(src: Source) -> tuple[Videos, str]:
             frame[then] = src.obs[name][earlier][then]
             out[name][t] = frame
     return out, f"{oid} drawn {lag} frames ({lag / ev.fps:.2f} s) late in every view"
+
+
+def _shift_robot(src: Source, lag: int) -> tuple[Videos, str]:
+    """The robot drawn `lag` frames late in every frame: around where the sim has it now or had it then,
+    each frame shows that earlier frame. Only for episodes where no object moves (so everything but the
+    robot is the same in both frames) and the robot touches an object (the events to shift)."""
+    ev = src.evidence
+    if not robot_contact_frames(ev):
+        raise NotApplicable("no object's projection travels more than twice its size in any view, and the robot "
+                            "touches no object")
+    out = _copy(src.obs)
+    for name, cam in ev.cameras.items():
+        robot = cam.classes == 1
+        for t in range(lag, ev.frames):
+            if np.array_equal(robot[t], robot[t - lag]):
+                continue
+            region = dilate(robot[t] | robot[t - lag], src.margin)
+            out[name][t][region] = src.obs[name][t - lag][region]
+    contacts = robot_contact_frames(ev)
+    return out, (f"no object moves: the robot drawn {lag} frames ({lag / ev.fps:.2f} s) late in every view, so its "
+                 f"contacts with objects (frames {contacts[:6]}) come late")
 
 
 def swap_views(src: Source) -> tuple[Videos, str]:

@@ -3,9 +3,10 @@ before a grey wall, as in beat_drum): K's shared colour tolerance would make its
 it everywhere, so its deletion, duplication, enlargement and recolouring would go unseen; the
 analysis judges it with a tolerance from its measured separation instead, and every one of them is
 caught. A slowly moving robot whose frame is repeated at a chunk seam is caught as a stall. Shifting
-events (nothing moves but the robot) and pasting the reference layout (the drum stays at its clip
-place) cannot apply and are recorded as not applicable, with their reasons; a calibration where no
-corruption applies does not pass.
+events (nothing moves but the robot, which touches no object: tests/verifiers/test_robot_events.py
+has it strike) and pasting the reference layout (the drum stays at its clip place) cannot apply and
+are recorded as not applicable, with their reasons; a calibration where no corruption applies does
+not pass.
 
 The scene is drawn with OpenCV (no render device): the clip's view of it is the drum's real
 reference, and its clean "render" is that view with a moving grey bar (the robot) and a little

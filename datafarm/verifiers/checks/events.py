@@ -10,23 +10,42 @@ shift with the smallest error is the object's time shift, unless it improves on 
 than `min_gain` (or a pixel): then it is 0. The metric is the largest absolute shift over the
 objects, in seconds. The evidence names the frames where the sim's motion starts and stops and the
 object's contact events.
+
+When no object moves far enough to be timed (a drum that is struck and stays), the events are the
+robot's contacts with the objects, and the robot's motion around them is timed instead
+(`robot_shift`): on the pixels where the sim's robot silhouette differs between the shifts searched
+(what moves), the video's silhouette (pixels far from the background plate) is compared with the
+sim's at each shift, and the shift that agrees best is the robot's time shift (0 unless it improves
+on no shift by `min_gain` of the disagreement). The metric is then that shift, in seconds.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from datafarm.artifacts.admission import CheckResult, Evidence
 from datafarm.verifiers.checks.base import CheckContext, crops_list, frames_list
 from datafarm.verifiers.checks.objects import largest_blob
+from datafarm.verifiers.colour import distance, to_lab
 from datafarm.verifiers.crops import box_around
-from datafarm.verifiers.evidence import dilate
+from datafarm.verifiers.evidence import SimEvidence, dilate
 
 MOVING_SPEED = 0.02
 """Sim speed, m/s, above which an object counts as moving (objects that never do are not timed)."""
 UNOCCLUDED = 0.6
 """Share of its usual projected area an object must show for its centroid to be tracked."""
 
+
+ROBOT = 1
+"""The robot's class in the sim segmentation."""
+OCCUPIED = 10.0
+"""Weighted-Lab distance from the background plate beyond which a pixel shows something in front of it."""
+MIN_CONTESTED = 200
+"""Fewest contested pixels (the sim's robot silhouette differs between shifts) for the robot to be timed."""
+NOT_ROBOT = frozenset({"table", "ground", "agent"})
+"""Body names in contact events that are neither objects nor robot links."""
 
 PARAMETERS = ("max_shift_s", "min_travel_px", "min_gain")
 """The settings this check reads from its spec."""
@@ -140,5 +159,86 @@ def run(ctx: CheckContext) -> CheckResult:
                                       f"stops at {stops or '-'}; contacts: {contact_text}; views "
                                       f"{', '.join(tracks)}"))
     if not timed:
-        evidence.append(Evidence(note="no object's projection travels far enough in any view to time its motion"))
+        timing = robot_shift(ev, {n: ctx.analysis.views[n] for n in ev.cameras}, max_shift, ctx.param("min_gain"))
+        if timing is None:
+            evidence.append(Evidence(note="no object's projection travels far enough in any view to time its "
+                                          "motion, and no robot contact with an object can be timed"))
+        else:
+            worst = abs(timing.shift) / ev.fps
+            evidence.append(Evidence(frames=frames_list(timing.contacts), note=(
+                f"no object moves far enough to time; the robot's motion around its {len(timing.contacts)} contact"
+                f"{'s' if len(timing.contacts) != 1 else ''} with objects (frames {timing.contacts[:6]}) is best "
+                f"aligned with the sim at a shift of {timing.shift:+d} frames ({worst:.3f} s; silhouette agreement "
+                f"{timing.agreement[0]:.3f} unshifted, {timing.agreement[timing.best]:.3f} at {timing.best:+d}, "
+                f"on {timing.pixels} contested pixels in views {', '.join(timing.views)})")))
     return ctx.result(worst, evidence)
+
+
+def robot_contact_frames(ev: SimEvidence) -> list[int]:
+    """First frames of the contacts between a robot link and an object (strikes, touches, grasps)."""
+    objects = set(ev.object_ids)
+    out = set()
+    for e in ev.contacts:
+        a, b = e.a.split(".")[0], e.b.split(".")[0]
+        for mine, other in ((a, b), (b, a)):
+            if mine in objects and other not in objects and other not in NOT_ROBOT:
+                out.add(e.start_step)
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class RobotTiming:
+    """How the video's robot silhouette agrees with the sim's at each time shift."""
+
+    contacts: list[int]
+    """First frames of the robot's contacts with objects."""
+    agreement: dict[int, float]
+    """Shift, frames -> share of the contested pixels where the video and the shifted sim agree."""
+    pixels: int
+    """Contested pixels counted (over frames and views)."""
+    views: list[str]
+    """Views that had contested pixels."""
+    best: int
+    """The shift that agrees best (the smallest of equals)."""
+    shift: int
+    """The robot's time shift, frames: `best`, or 0 when it improves on no shift by less than min_gain
+    of the disagreement at no shift."""
+
+
+def robot_shift(ev: SimEvidence, views: dict, max_shift: int, min_gain: float) -> RobotTiming | None:
+    """Time the robot's motion around its contacts with objects (see the module docstring); None when
+    it has no such contact or too few contested pixels where the background is known."""
+    contacts = robot_contact_frames(ev)
+    if not contacts:
+        return None
+    frames = set()
+    for c in contacts:
+        frames.update(range(c - 2 * max_shift, c + 2 * max_shift + 1))
+    frames = sorted(t for t in frames if max_shift <= t < ev.frames - max_shift)
+    shifts = range(-max_shift, max_shift + 1)
+    agree = dict.fromkeys(shifts, 0)
+    total, used = 0, []
+    for name, cam in ev.cameras.items():
+        view = views[name]
+        plate = to_lab(view.plate)
+        counted = 0
+        for t in frames:
+            robot = cam.classes[t - max_shift:t + max_shift + 1] == ROBOT  # robot[max_shift - s] is frame t - s
+            objects = (cam.classes[t - max_shift:t + max_shift + 1] >= 2).any(axis=0)
+            contested = robot.any(axis=0) & ~robot.all(axis=0) & view.known & ~dilate(objects, 2)
+            if not contested.any():
+                continue
+            seen = distance(to_lab(view.obs[t][contested]), plate[contested]) > OCCUPIED
+            for s in shifts:
+                agree[s] += int((seen == robot[max_shift - s][contested]).sum())
+            counted += int(contested.sum())
+        if counted:
+            total += counted
+            used.append(name)
+    if total < MIN_CONTESTED:
+        return None
+    agreement = {s: agree[s] / total for s in shifts}
+    best = max(agreement, key=lambda s: (agreement[s], -abs(s)))
+    gain = agreement[best] - agreement[0]
+    shift = best if best != 0 and gain >= min_gain * (1.0 - agreement[0]) else 0
+    return RobotTiming(contacts, agreement, total, used, best, shift)
