@@ -18,14 +18,20 @@ from datafarm.artifacts.base import Artifact
 from datafarm.artifacts.batch import BatchConfig
 from datafarm.artifacts.contract import TaskContract, judge_gaps
 from datafarm.artifacts.episode import (
-    ArmStateRow, ContactEvent, EpisodeRecord, FirstPersonStateRow, JointOccupancy, JointTargetRow, MoveLookRow,
+    ArmStateRow,
+    ContactEvent,
+    EpisodeRecord,
+    FirstPersonStateRow,
+    JointOccupancy,
+    JointTargetRow,
+    MoveLookRow,
 )
 from datafarm.artifacts.expert import ExpertManifest
 from datafarm.artifacts.grounding import Grounding
 from datafarm.artifacts.io import load_artifact, save_artifact
 from datafarm.artifacts.judge import JudgeLock, JudgeSpec, JudgeVerdict, Shortcut
 from datafarm.artifacts.render_contract import RenderContract
-from datafarm.artifacts.sampler import SamplerSpec, Variation
+from datafarm.artifacts.sampler import SamplerSpec
 from datafarm.errors import InputError
 from datafarm.hashing import sha256_json
 
