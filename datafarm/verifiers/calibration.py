@@ -9,11 +9,12 @@ The matrix (corruption x check) goes to `verifier/calibration.json` with its `pa
 calibration raises `CalibrationFailed` naming every corruption that escaped (the spec is not used).
 
 A corruption that cannot produce its defect on the episode (`NotApplicable`: shifting events when no
-object moves, pasting the reference layout when every object stays at its clip place) is recorded as
-not applicable, with its reason, in the row and in the report's `not_applicable`: it is neither
-caught nor escaped, and the check it targets was not exercised by this calibration. One that ran but
-left the videos unchanged escapes, as does one whose check the spec does not run. A calibration in
-which no corruption applied at all does not pass (it showed nothing about the spec).
+object moves and the robot touches none, pasting the reference layout when every object stays at its
+clip place) is recorded as not applicable, with its reason, in the row and in the report's
+`not_applicable`: it is neither caught nor escaped, and the check it targets was not exercised by
+this calibration. One that ran but left the videos unchanged escapes, as does one whose check the
+spec does not run. A calibration in which no corruption applied at all does not pass (it showed
+nothing about the spec).
 """
 
 from __future__ import annotations

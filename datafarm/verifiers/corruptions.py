@@ -3,8 +3,8 @@ verifier table, for calibration. Each is an image-space edit of the decoded `obs
 sim's masks (what a faulty renderer would have produced), and each names the check that must catch it.
 
 A corruption that cannot produce its defect on the given episode (e.g. shifting events when no
-object moves) raises `NotApplicable` with the reason instead of producing a copy that looks clean.
-Every corruption is deterministic.
+object moves and the robot touches none) raises `NotApplicable` with the reason instead of producing
+a copy that looks clean. Every corruption is deterministic.
 """
 
 from __future__ import annotations

@@ -20,18 +20,15 @@ import pytest
 from datafarm.artifacts.admission import VerifierCheck
 from datafarm.artifacts.episode import ContactEvent
 from datafarm.artifacts.grounding import Grounding
-from datafarm.renderers.video import VideoWriter
 from datafarm.taskdir import TaskDir
-from datafarm.verifiers import VerifierSpec, calibrate, derive_spec
+from datafarm.verifiers import VerifierSpec, calibrate
 from datafarm.verifiers.analysis import analyse, read_obs
 from datafarm.verifiers.checks.events import robot_shift
-from datafarm.verifiers.colour import model_from_pixels, to_lab
 from datafarm.verifiers.corruptions import CORRUPTIONS, EVENT_SHIFT_S
 from datafarm.verifiers.crops import CropWriter
-from datafarm.verifiers.evidence import CameraEvidence, ObjectTrack, SimEvidence, erode
+from datafarm.verifiers.evidence import SimEvidence
 from datafarm.verifiers.verify import run_checks
-from tests.renderers.helpers import contract
-from tests.verifiers.helpers import nest_contract
+from tests.verifiers.drawn import drawn_episode, drawn_spec
 
 EPISODE = "ep_strikes"
 WIDTH, HEIGHT, STEPS, FPS = 320, 240, 72, 15.0
@@ -68,43 +65,16 @@ def _robot(t: int) -> np.ndarray:
 
 def _episode(root: Path) -> SimEvidence:
     """Write the clean rendered video into the task folder; return the evidence it is verified against."""
-    image, reference_classes = _scene()
-    rng = np.random.default_rng(5)
-    classes = np.repeat(reference_classes[None], STEPS, axis=0)
-    folder = TaskDir(root).episode(EPISODE) / "obs"
-    folder.mkdir(parents=True)
-    with VideoWriter(folder / "front.mp4", WIDTH, HEIGHT, FPS) as writer:
-        for t in range(STEPS):
-            robot = _robot(t)
-            classes[t][robot] = 1
-            frame = np.where(robot[..., None], np.array(ROBOT, np.uint8), image).astype(np.float32)
-            writer.write(np.clip(frame + rng.normal(0, 1.0, frame.shape), 0, 255).astype(np.uint8))
-    areas = (classes == 2).sum(axis=(1, 2))
-    ys, xs = np.nonzero(reference_classes == 2)
-    track = ObjectTrack(areas=areas.astype(np.int64), centroids=np.tile([xs.mean(), ys.mean()], (STEPS, 1)))
-    pixels = image[erode(reference_classes == 2, 1)]
-    camera = CameraEvidence(name="front", classes=classes, outline_frames=[], outlines=np.zeros((0, HEIGHT, WIDTH), bool),
-                            reference_classes=reference_classes, reference_image=image, clip_median=image,
-                            tracks={"drum": track}, colours={"drum": model_from_pixels(pixels, "real pixels")},
-                            reference_lab={"drum": to_lab(pixels).reshape(-1, 3)})
-    contacts = [ContactEvent(a="left.link7", b="drum.head", start_step=s, end_step=s + 1, start_s=s / FPS,
-                             end_s=(s + 1) / FPS, max_impulse=0.1) for s in STRIKES]
-    contacts.append(ContactEvent(a="table", b="drum", start_step=0, end_step=None, start_s=0.0, end_s=None,
-                                 max_impulse=0.1))
-    return SimEvidence(episode_id=EPISODE, frames=STEPS, fps=FPS, width=WIDTH, height=HEIGHT, object_ids=["drum"],
-                       cameras={"front": camera}, positions=np.zeros((STEPS, 1, 3)), speeds=np.zeros((STEPS, 1)),
-                       contacts=contacts, seams=[], mode="sim2real", variations={}, light_gains=np.ones(3))
+    strikes = [ContactEvent(a="left.link7", b="drum.head", start_step=s, end_step=s + 1, start_s=s / FPS,
+                            end_s=(s + 1) / FPS, max_impulse=0.1) for s in STRIKES]
+    resting = ContactEvent(a="table", b="drum", start_step=0, end_step=None, start_s=0.0, end_s=None, max_impulse=0.1)
+    return drawn_episode(root, EPISODE, "drum", _scene(), _robot, ROBOT, steps=STEPS, fps=FPS,
+                         contacts=[*strikes, resting])
 
 
 def _spec(grounding: Grounding) -> VerifierSpec:
-    """The spec derive_spec writes from T, G, R and K, narrowed to this scene's camera, object and the
-    checks that judge it without a real camera geometry."""
-    data = derive_spec((nest_contract(), grounding, contract())).model_dump(mode="json")
-    data["cameras"] = ["front"]
-    data["objects"] = [{"id": "drum", "kind": "drum", "role": None, "colour": [c / 255 for c in DRUM],
-                        "colour_source": "grounding", "cameras": ["front"], "movable": True}]
-    data["checks"] = [c for c in data["checks"] if c["check"] in ("objects", "events", "appearance")]
-    return VerifierSpec.model_validate(data)
+    """The spec, narrowed to the checks that judge the drawn scene without a real camera geometry."""
+    return drawn_spec(grounding, "drum", "drum", DRUM, ("objects", "events", "appearance"))
 
 
 @pytest.fixture

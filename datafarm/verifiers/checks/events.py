@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from datafarm.artifacts.admission import CheckResult, Evidence
+from datafarm.verifiers.analysis import ViewAnalysis
 from datafarm.verifiers.checks.base import CheckContext, crops_list, frames_list
 from datafarm.verifiers.checks.objects import largest_blob
 from datafarm.verifiers.colour import distance, to_lab
@@ -205,7 +206,7 @@ class RobotTiming:
     of the disagreement at no shift."""
 
 
-def robot_shift(ev: SimEvidence, views: dict, max_shift: int, min_gain: float) -> RobotTiming | None:
+def robot_shift(ev: SimEvidence, views: dict[str, ViewAnalysis], max_shift: int, min_gain: float) -> RobotTiming | None:
     """Time the robot's motion around its contacts with objects (see the module docstring); None when
     it has no such contact or too few contested pixels where the background is known."""
     contacts = robot_contact_frames(ev)
